@@ -1,0 +1,3 @@
+module github.com/homesnap/homesnap
+
+go 1.26.8

@@ -1,0 +1,7 @@
+// Package all links every store backend into a binary; the mains import it
+// for its side effect of registering the URL schemes.
+package all
+
+import (
+	_ "github.com/homesnap/homesnap/internal/store/file"
+)

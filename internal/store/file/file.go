@@ -1,0 +1,297 @@
+// Package file is the local-directory store, the embedded default: every key
+// is a file under the root directory. Writes go to a temporary file inside
+// the root and are renamed into place, so a reader never sees a partial
+// object; conditional writes are serialised with an flock on the root.
+package file
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+func init() {
+	store.Register("file", func(_ context.Context, u *url.URL) (store.Store, error) {
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("store %s: file URLs need an absolute path (file:///path), got host %q", u, u.Host)
+		}
+		return Open(filepath.FromSlash(u.Path))
+	})
+}
+
+// tmpPrefix marks in-progress writes; List never shows them.
+const tmpPrefix = ".tmp-"
+
+// Store is a directory-backed store.
+type Store struct {
+	root string
+}
+
+// Open opens the directory store at root, which must exist and be a
+// directory (like a bucket, it is not created implicitly: a typo must not
+// silently start a new, empty store).
+func Open(root string) (*Store, error) {
+	if !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("store directory %q: path must be absolute", root)
+	}
+	fi, err := os.Stat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &store.Error{Op: "open", Store: "file://" + root, Err: fmt.Errorf("%w: create the directory (mkdir -p %s) or fix --store", store.ErrNotExist, root)}
+	}
+	if err != nil {
+		return nil, &store.Error{Op: "open", Store: "file://" + root, Err: err}
+	}
+	if !fi.IsDir() {
+		return nil, &store.Error{Op: "open", Store: "file://" + root, Err: errors.New("not a directory")}
+	}
+	return &Store{root: root}, nil
+}
+
+func (s *Store) String() string { return "file://" + filepath.ToSlash(s.root) }
+
+func (s *Store) Close() error { return nil }
+
+func (s *Store) fail(op, key string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, store.ErrNotExist) {
+		err = fmt.Errorf("%w (%v)", store.ErrNotExist, err)
+	}
+	return &store.Error{Op: op, Store: s.String(), Key: key, Err: err}
+}
+
+// path maps a key to a file, refusing keys that would leave the root.
+func (s *Store) path(key string) (string, error) {
+	if key == "" || strings.HasPrefix(key, "/") || path.Clean(key) != key || key == ".." || strings.HasPrefix(key, "../") {
+		return "", fmt.Errorf("invalid key %q", key)
+	}
+	if strings.HasPrefix(path.Base(key), tmpPrefix) {
+		return "", fmt.Errorf("invalid key %q: reserved name", key)
+	}
+	return filepath.Join(s.root, filepath.FromSlash(key)), nil
+}
+
+func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
+	p, err := s.path(key)
+	if err != nil {
+		return s.fail("put", key, err)
+	}
+	if err := s.writeAtomic(ctx, p, r); err != nil {
+		return s.fail("put", key, err)
+	}
+	return nil
+}
+
+// writeAtomic copies r to a temporary file beside p, syncs it and renames it
+// over p.
+func (s *Store) writeAtomic(ctx context.Context, p string, r io.Reader) error {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := io.Copy(f, ctxReader{ctx, r}); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), p); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
+// ctxReader stops a long copy when the context is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	if offset > 0 {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			f.Close()
+			return nil, s.fail("get", key, err)
+		}
+	}
+	if length < 0 {
+		return f, nil
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(f, length), f}, nil
+}
+
+func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) error) error {
+	// Walk only the directory that can hold matching keys.
+	base := prefix
+	if i := strings.LastIndex(base, "/"); i >= 0 {
+		base = base[:i]
+	} else {
+		base = ""
+	}
+	start := filepath.Join(s.root, filepath.FromSlash(base))
+	var objs []store.Object
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == start {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), tmpPrefix) || d.Name() == lockName && filepath.Dir(p) == s.root {
+			return nil
+		}
+		rel, err := filepath.Rel(s.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while listing
+		}
+		if err != nil {
+			return err
+		}
+		objs = append(objs, store.Object{Key: key, Size: fi.Size(), Modified: fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return s.fail("list", prefix, err)
+	}
+	// WalkDir's order is per directory; keys must come in lexical order.
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
+	for _, o := range objs {
+		if err := fn(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) Delete(ctx context.Context, keys ...string) error {
+	for _, key := range keys {
+		p, err := s.path(key)
+		if err != nil {
+			return s.fail("delete", key, err)
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return s.fail("delete", key, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, "", s.fail("load", key, err)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, "", s.fail("load", key, err)
+	}
+	return data, version(data), nil
+}
+
+// lockName is the flock file that serialises conditional writes.
+const lockName = ".lock"
+
+func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return "", s.fail("swap", key, err)
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return "", s.fail("swap", key, err)
+	}
+	defer unlock()
+	cur, err := os.ReadFile(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if old != "" {
+			return "", s.fail("swap", key, store.ErrPrecondition)
+		}
+	case err != nil:
+		return "", s.fail("swap", key, err)
+	case version(cur) != old:
+		return "", s.fail("swap", key, store.ErrPrecondition)
+	}
+	if err := s.writeAtomic(ctx, p, strings.NewReader(string(data))); err != nil {
+		return "", s.fail("swap", key, err)
+	}
+	return version(data), nil
+}
+
+// lock takes an exclusive flock, which also excludes other processes.
+func (s *Store) lock() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(s.root, lockName), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// version is a content hash: two writes of the same bytes share a version,
+// which is exactly what a compare-and-swap on content needs.
+func version(data []byte) store.Version {
+	sum := sha256.Sum256(data)
+	return store.Version(hex.EncodeToString(sum[:16]))
+}

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Opener opens a store from its parsed URL.
+type Opener func(ctx context.Context, u *url.URL) (Store, error)
+
+var (
+	mu      sync.RWMutex
+	openers = map[string]Opener{}
+)
+
+// Register makes a backend available for URLs with the given scheme. It is
+// called from the backend package's init function.
+func Register(scheme string, open Opener) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := openers[scheme]; dup {
+		panic("store: scheme registered twice: " + scheme)
+	}
+	openers[scheme] = open
+}
+
+// Open opens the store named by raw. A plain path (absolute or relative)
+// means the local directory store, the same as file:///abs/path.
+func Open(ctx context.Context, raw string) (Store, error) {
+	if raw == "" {
+		return nil, errors.New("no store given: set --store or HOMESNAP_STORE (a directory, file:///path, s3://bucket/prefix, ...)")
+	}
+	u, err := ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	mu.RLock()
+	open, ok := openers[u.Scheme]
+	mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("store %q: unknown scheme %q (supported: %s)", Redact(raw), u.Scheme, strings.Join(Schemes(), ", "))
+	}
+	return open(ctx, u)
+}
+
+// ParseURL parses a store URL, turning a plain path into a file:// URL.
+func ParseURL(raw string) (*url.URL, error) {
+	if !strings.Contains(raw, "://") {
+		abs, err := filepath.Abs(raw)
+		if err != nil {
+			return nil, fmt.Errorf("store path %q: %w", raw, err)
+		}
+		return &url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("store URL %q: %w", Redact(raw), err)
+	}
+	return u, nil
+}
+
+// Schemes lists the registered URL schemes.
+func Schemes() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var s []string
+	for k := range openers {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// Redact removes credentials from a URL for messages and logs.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}
+
+// CompareAndSwap is Swap made safe against retried writes: a conditional
+// write whose first attempt was applied but whose answer was lost is retried
+// by the SDK and then reports ErrPrecondition. When that happens and the
+// object now holds exactly data, the write was ours and succeeded. data must
+// therefore be unique to this writer (it carries a snapshot ID), which makes
+// the comparison sound.
+func CompareAndSwap(ctx context.Context, s Store, key string, data []byte, old Version) (Version, error) {
+	v, err := s.Swap(ctx, key, data, old)
+	if err == nil || !errors.Is(err, ErrPrecondition) {
+		return v, err
+	}
+	cur, curV, lerr := s.Load(ctx, key)
+	if lerr == nil && bytes.Equal(cur, data) {
+		return curV, nil
+	}
+	return "", err
+}

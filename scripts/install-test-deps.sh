@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs what the tests and the bench need: stock tools from Debian, and the
+# real object-storage servers (versitygw, SeaweedFS, fake-gcs-server, Azurite)
+# plus toxiproxy, built from the Go module proxy / npm. Idempotent: anything
+# already installed is kept. Binaries go to $HOMESNAP_TOOLS/bin.
+set -euo pipefail
+
+TOOLS=${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}
+BIN=$TOOLS/bin
+mkdir -p "$BIN"
+export GOBIN=$BIN GOFLAGS=-mod=mod
+
+log() { printf '== %s\n' "$*" >&2; }
+
+need_apt=()
+for pkg in zstd:zstd tar:tar restic:restic age:age; do
+  command -v "${pkg%%:*}" >/dev/null || need_apt+=("${pkg#*:}")
+done
+if ((${#need_apt[@]})); then
+  log "apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+goinstall() { # name module@version [rename-from]
+  local name=$1 mod=$2 from=${3:-}
+  [ -x "$BIN/$name" ] && return 0
+  log "go install $mod"
+  go install "$mod"
+  [ -n "$from" ] && mv "$BIN/$from" "$BIN/$name"
+  return 0
+}
+
+goinstall versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0 &
+goinstall fake-gcs-server github.com/fsouza/fake-gcs-server@v1.56.1 &
+( goinstall toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 server &&
+  goinstall toxiproxy-cli github.com/Shopify/toxiproxy/v2/cmd/cli@v2.5.0 cli ) &
+
+if [ ! -x "$TOOLS/node_modules/.bin/azurite-blob" ]; then
+  log "npm install azurite@3.35.0"
+  (cd "$TOOLS" && npm install --silent --no-audit --no-fund azurite@3.35.0 >/dev/null)
+fi
+ln -sf "$TOOLS/node_modules/.bin/azurite-blob" "$BIN/azurite-blob"
+wait
+
+# SeaweedFS cannot be go-installed (replace directives): build it inside its
+# module directory. Peak RSS is ~2.6 GB, so it runs alone, after the others.
+if [ ! -x "$BIN/weed" ]; then
+  v=v0.0.0-20261109003541-7506e5f91cd6
+  log "building SeaweedFS $v (takes a few minutes)"
+  go mod download github.com/seaweedfs/seaweedfs@$v
+  dir=$(go env GOMODCACHE)/github.com/seaweedfs/seaweedfs@$v
+  (cd "$dir" && GOFLAGS=-mod=mod go build -o "$BIN/weed" ./weed)
+fi
+log "tools ready in $BIN"
