@@ -1,0 +1,176 @@
+package archive
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// FrameSize is how many uncompressed tar bytes go into one frame before it
+// is cut: big enough for a good ratio, small enough that several frames in
+// flight stay within the memory budget and a ranged read fetches little
+// more than it needs.
+const FrameSize = 4 << 20
+
+// Level names a compression level.
+type Level = zstd.EncoderLevel
+
+// Compressor turns tar bytes into independent zstd frames. It is safe for
+// concurrent use.
+type Compressor struct {
+	enc *zstd.Encoder
+}
+
+// NewCompressor returns a compressor for up to concurrency parallel frames.
+func NewCompressor(level Level, concurrency int) (*Compressor, error) {
+	enc, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(level),
+		zstd.WithEncoderConcurrency(max(1, concurrency)),
+		zstd.WithEncoderCRC(true),
+		zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return nil, err
+	}
+	return &Compressor{enc: enc}, nil
+}
+
+// Frame compresses raw into one complete frame appended to dst.
+func (c *Compressor) Frame(raw, dst []byte) []byte { return c.enc.EncodeAll(raw, dst) }
+
+// EndFrame is the frame that closes an archive: tar's end-of-archive marker.
+func (c *Compressor) EndFrame() []byte { return c.Frame(make([]byte, 1024), nil) }
+
+// FrameWriter lays entries out as a tar stream and cuts it into frames,
+// handing each compressed frame to emit. A frame holding a header always
+// begins on a header boundary; an entry's data may run on into following
+// frames of its own.
+type FrameWriter struct {
+	c        *Compressor
+	emit     func([]byte) error
+	raw      bytes.Buffer
+	tw       *tar.Writer
+	frames   int  // frames emitted so far
+	midEntry bool // the current frame began inside an entry's data
+}
+
+// NewFrameWriter returns a writer that emits frames through emit.
+func NewFrameWriter(c *Compressor, emit func(frame []byte) error) *FrameWriter {
+	f := &FrameWriter{c: c, emit: emit}
+	f.raw.Grow(FrameSize + 64<<10)
+	f.tw = tar.NewWriter(&f.raw)
+	return f
+}
+
+// Frame is the index of the frame being filled, counted from the first
+// frame this writer emitted.
+func (f *FrameWriter) Frame() int { return f.frames }
+
+// Pending reports how many uncompressed bytes wait in the current frame.
+func (f *FrameWriter) Pending() int { return f.raw.Len() }
+
+// WriteHeader starts entry e. The caller then writes exactly e.Size bytes of
+// a regular file's content with Write.
+func (f *FrameWriter) WriteHeader(e *Entry) error {
+	if err := f.tw.Flush(); err != nil { // pad the previous entry
+		return err
+	}
+	if f.midEntry || f.raw.Len() >= FrameSize {
+		if err := f.Cut(); err != nil {
+			return err
+		}
+	}
+	return f.tw.WriteHeader(tarHeader(e))
+}
+
+// Write appends content of the current entry, cutting a frame first when
+// the current one is full.
+func (f *FrameWriter) Write(p []byte) (int, error) {
+	if f.raw.Len() >= FrameSize {
+		if err := f.cut(true); err != nil {
+			return 0, err
+		}
+	}
+	return f.tw.Write(p)
+}
+
+// Cut closes the current frame after padding the last entry; the next
+// frame starts on a header boundary.
+func (f *FrameWriter) Cut() error {
+	if err := f.tw.Flush(); err != nil {
+		return err
+	}
+	return f.cut(false)
+}
+
+func (f *FrameWriter) cut(midEntry bool) error {
+	if f.raw.Len() > 0 {
+		frame := f.c.Frame(f.raw.Bytes(), make([]byte, 0, f.raw.Len()/2+512))
+		f.raw.Reset()
+		f.frames++
+		if err := f.emit(frame); err != nil {
+			return err
+		}
+	}
+	f.midEntry = midEntry
+	return nil
+}
+
+// tarHeader describes e as a tar header. Owner names are left out on
+// purpose: numeric ids are what a container restores.
+func tarHeader(e *Entry) *tar.Header {
+	h := &tar.Header{
+		Name:    e.Path,
+		Mode:    int64(e.Mode.Perm()) | modeBits(e),
+		Uid:     e.UID,
+		Gid:     e.GID,
+		ModTime: time.Unix(0, e.MTime),
+	}
+	switch e.Type {
+	case TypeDir:
+		h.Typeflag, h.Name = tar.TypeDir, e.Path+"/"
+	case TypeSymlink:
+		h.Typeflag, h.Linkname = tar.TypeSymlink, e.Link
+	default:
+		h.Typeflag, h.Size = tar.TypeReg, e.Size
+	}
+	return h
+}
+
+// Decoders are pooled: a restore opens one per ranged read.
+var decoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(64<<20))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}}
+
+// RangeReader reads the tar entries of a fetched byte range of an archive.
+type RangeReader struct {
+	*tar.Reader
+	zr *zstd.Decoder
+}
+
+// NewRangeReader decodes r, a range that starts on a frame holding a header.
+func NewRangeReader(r io.Reader) (*RangeReader, error) {
+	zr := decoders.Get().(*zstd.Decoder)
+	if err := zr.Reset(r); err != nil {
+		decoders.Put(zr)
+		return nil, fmt.Errorf("%w archive range: %v", ErrCorrupt, err)
+	}
+	return &RangeReader{Reader: tar.NewReader(zr), zr: zr}, nil
+}
+
+// Close returns the decoder to the pool.
+func (r *RangeReader) Close() {
+	if r.zr != nil {
+		r.zr.Reset(nil)
+		decoders.Put(r.zr)
+		r.zr = nil
+	}
+}

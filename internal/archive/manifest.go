@@ -1,0 +1,189 @@
+package archive
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// FormatVersion is written into every manifest; readers refuse newer ones.
+const FormatVersion = 1
+
+// Header is the first line of a manifest.
+type Header struct {
+	Format    int           `json:"format"`
+	ID        string        `json:"id"`
+	Parent    string        `json:"parent,omitempty"`
+	Created   time.Time     `json:"created"`
+	Host      string        `json:"host,omitempty"`
+	Selection selector.Spec `json:"selection"`
+}
+
+// Totals is the manifest trailer: it proves the manifest is complete and
+// summarises the snapshot.
+type Totals struct {
+	Entries int64 `json:"entries"`
+	Files   int64 `json:"files"`
+	Bytes   int64 `json:"bytes"`
+	// New counts entries whose bytes (or metadata) were written in this
+	// snapshot's own archive; NewBytes their file bytes.
+	New      int64 `json:"new"`
+	NewBytes int64 `json:"new_bytes"`
+	// Archives lists the snapshot archives the entries refer to.
+	Archives []string `json:"archives"`
+}
+
+type trailer struct {
+	End *Totals `json:"end"`
+}
+
+// ManifestWriter streams a manifest: entries must come in ComparePaths order.
+type ManifestWriter struct {
+	zw     *zstd.Encoder
+	bw     *bufio.Writer
+	enc    *json.Encoder
+	last   string
+	n      int64
+	totals Totals
+	seen   map[string]bool
+}
+
+// NewManifestWriter writes hdr and returns a writer for the entries.
+func NewManifestWriter(w io.Writer, hdr Header) (*ManifestWriter, error) {
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(zw, 256<<10)
+	m := &ManifestWriter{zw: zw, bw: bw, enc: json.NewEncoder(bw), seen: map[string]bool{}}
+	m.enc.SetEscapeHTML(false)
+	hdr.Format = FormatVersion
+	if err := m.enc.Encode(hdr); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Write appends one entry.
+func (m *ManifestWriter) Write(e *Entry) error {
+	if m.n > 0 && ComparePaths(m.last, e.Path) >= 0 {
+		return fmt.Errorf("manifest: %q written after %q: entries out of order", e.Path, m.last)
+	}
+	m.last = e.Path
+	m.n++
+	m.totals.Entries++
+	if e.Type == TypeFile {
+		m.totals.Files++
+		m.totals.Bytes += e.Size
+	}
+	if e.Archive != "" && !m.seen[e.Archive] {
+		m.seen[e.Archive] = true
+		m.totals.Archives = append(m.totals.Archives, e.Archive)
+	}
+	return m.enc.Encode(e)
+}
+
+// Close writes the trailer and flushes; new and newBytes describe what this
+// snapshot's archive added.
+func (m *ManifestWriter) Close(newEntries, newBytes int64) (Totals, error) {
+	m.totals.New, m.totals.NewBytes = newEntries, newBytes
+	if m.totals.Archives == nil {
+		m.totals.Archives = []string{}
+	}
+	if err := m.enc.Encode(trailer{End: &m.totals}); err != nil {
+		return m.totals, err
+	}
+	if err := m.bw.Flush(); err != nil {
+		return m.totals, err
+	}
+	return m.totals, m.zw.Close()
+}
+
+// ErrCorrupt marks a manifest or archive that cannot be trusted.
+var ErrCorrupt = errors.New("corrupt")
+
+// ManifestReader streams a manifest's entries, checking order, path safety
+// and that the trailer is present.
+type ManifestReader struct {
+	zr     *zstd.Decoder
+	dec    *json.Decoder
+	Header Header
+	Totals *Totals // set once Next has returned io.EOF
+	last   string
+	n      int64
+}
+
+// NewManifestReader reads the header from r.
+func NewManifestReader(r io.Reader) (*ManifestReader, error) {
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return nil, err
+	}
+	m := &ManifestReader{zr: zr, dec: json.NewDecoder(bufio.NewReaderSize(zr, 256<<10))}
+	if err := m.dec.Decode(&m.Header); err != nil {
+		zr.Close()
+		return nil, fmt.Errorf("%w manifest header: %v", ErrCorrupt, err)
+	}
+	if m.Header.Format < 1 || m.Header.Format > FormatVersion {
+		zr.Close()
+		return nil, fmt.Errorf("manifest format %d is not supported by this homesnap (supports up to %d): upgrade homesnap", m.Header.Format, FormatVersion)
+	}
+	return m, nil
+}
+
+// line is one decoded manifest line: an entry or the trailer.
+type line struct {
+	Entry
+	End *Totals `json:"end"`
+}
+
+// Next returns the next entry, or io.EOF after a complete manifest.
+func (m *ManifestReader) Next() (*Entry, error) {
+	var l line
+	if err := m.dec.Decode(&l); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w manifest: truncated after %d entries (no trailer)", ErrCorrupt, m.n)
+		}
+		return nil, fmt.Errorf("%w manifest after entry %d: %v", ErrCorrupt, m.n, err)
+	}
+	if l.End != nil {
+		if l.End.Entries != m.n {
+			return nil, fmt.Errorf("%w manifest: trailer counts %d entries, read %d", ErrCorrupt, l.End.Entries, m.n)
+		}
+		m.Totals = l.End
+		return nil, io.EOF
+	}
+	e := &l.Entry
+	if err := CheckPath(e.Path); err != nil {
+		return nil, fmt.Errorf("%w manifest: %v", ErrCorrupt, err)
+	}
+	if m.n > 0 && ComparePaths(m.last, e.Path) >= 0 {
+		return nil, fmt.Errorf("%w manifest: %q after %q: out of order", ErrCorrupt, e.Path, m.last)
+	}
+	switch e.Type {
+	case TypeFile:
+		if e.Hash == nil || e.Size < 0 || (e.Size > 0 && (e.Archive == "" || e.Length <= 0 || e.Offset < 0)) {
+			return nil, fmt.Errorf("%w manifest: file %q has no valid hash or location", ErrCorrupt, e.Path)
+		}
+	case TypeDir:
+	case TypeSymlink:
+		if e.Link == "" {
+			return nil, fmt.Errorf("%w manifest: symlink %q has no target", ErrCorrupt, e.Path)
+		}
+	default:
+		return nil, fmt.Errorf("%w manifest: %q has unknown type %q", ErrCorrupt, e.Path, e.Type)
+	}
+	m.last = e.Path
+	m.n++
+	return e, nil
+}
+
+// Close releases the decoder.
+func (m *ManifestReader) Close() { m.zr.Close() }

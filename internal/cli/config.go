@@ -1,0 +1,158 @@
+// Package cli turns environment variables and flags into the engine's
+// options for the snapshot and restore commands, and sets up logging.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// envPrefix is the prefix of every environment variable homesnap reads.
+const envPrefix = "HOMESNAP"
+
+// Common holds the settings both commands share. Each field is an
+// environment variable (HOMESNAP_<envconfig tag>) and a flag (--<flag tag>);
+// the flag wins.
+type Common struct {
+	Home      string `envconfig:"HOME" flag:"home" desc:"Jenkins home to snapshot or restore into (default $JENKINS_HOME)"`
+	Store     string `envconfig:"STORE" flag:"store" desc:"store URL: a directory, file:///path, s3://, minio://, gs://, azblob://"`
+	Jobs      int    `envconfig:"JOBS" flag:"jobs" desc:"parallel workers (0: automatic)"`
+	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" flag:"log-level" desc:"debug, info, warn or error"`
+	LogFormat string `envconfig:"LOG_FORMAT" default:"auto" flag:"log-format" desc:"json, console, or auto (console on a terminal)"`
+}
+
+// errHelp is returned after --help was printed.
+var errHelp = flag.ErrHelp
+
+// load fills cfg from the environment, then from args. about is the
+// command's one-paragraph description for --help.
+func load(name, about string, cfg any, args []string, stderr io.Writer) ([]string, error) {
+	if err := envconfig.Process(envPrefix, cfg); err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var help []string
+	bind(fs, reflect.ValueOf(cfg).Elem(), &help)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags (each also set by its environment variable; a flag wins):\n", name, about)
+		for _, h := range help {
+			fmt.Fprintln(stderr, h)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp // Parse printed the usage
+		}
+		return nil, usageError{fmt.Errorf("%w (see %s --help)", err, name)}
+	}
+	if c := findCommon(cfg); c != nil && c.Home == "" {
+		c.Home = os.Getenv("JENKINS_HOME")
+	}
+	return fs.Args(), nil
+}
+
+// usageError marks a mistake on the command line (exit status 2).
+type usageError struct{ error }
+
+func findCommon(cfg any) *Common {
+	v := reflect.ValueOf(cfg).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if c, ok := v.Field(i).Addr().Interface().(*Common); ok {
+			return c
+		}
+	}
+	return nil
+}
+
+// bind registers a flag for every field tagged `flag`, recursing into
+// embedded structs, with the environment's value as the default.
+func bind(fs *flag.FlagSet, v reflect.Value, help *[]string) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f, fv := t.Field(i), v.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			bind(fs, fv, help)
+			continue
+		}
+		name := f.Tag.Get("flag")
+		if name == "" {
+			continue
+		}
+		fs.Var(&value{v: fv}, name, f.Tag.Get("desc"))
+		env := envPrefix + "_" + f.Tag.Get("envconfig")
+		arg := " " + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		switch fv.Kind() {
+		case reflect.Bool:
+			arg = ""
+		case reflect.Slice:
+			arg += " (repeatable)"
+		}
+		def := ""
+		if d := f.Tag.Get("default"); d != "" {
+			def = ", default " + d
+		}
+		*help = append(*help, fmt.Sprintf("  --%s%s\n        %s [%s%s]", name, arg, f.Tag.Get("desc"), env, def))
+	}
+}
+
+// value adapts a struct field to flag.Value.
+type value struct {
+	v   reflect.Value
+	set bool // a list given by flags replaces the environment's
+}
+
+func (x *value) String() string {
+	if !x.v.IsValid() {
+		return ""
+	}
+	return fmt.Sprint(x.v.Interface())
+}
+
+func (x *value) IsBoolFlag() bool { return x.v.Kind() == reflect.Bool }
+
+func (x *value) Set(s string) error {
+	defer func() { x.set = true }()
+	switch x.v.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		x.v.SetInt(int64(d))
+		return nil
+	}
+	switch x.v.Kind() {
+	case reflect.String:
+		x.v.SetString(s)
+	case reflect.Int:
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return err
+		}
+		x.v.SetInt(int64(n))
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		x.v.SetBool(b)
+	case reflect.Slice:
+		if !x.set {
+			x.v.Set(reflect.Zero(x.v.Type()))
+		}
+		x.v.Set(reflect.Append(x.v, reflect.ValueOf(s)))
+	default:
+		return fmt.Errorf("unsupported flag type %s", x.v.Type())
+	}
+	return nil
+}

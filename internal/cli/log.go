@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+// newLogger returns a JSON logger, or a human console one on a terminal.
+func newLogger(c *Common, w io.Writer) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(c.LogLevel)
+	if err != nil || c.LogLevel == "" {
+		return zerolog.Logger{}, usageError{fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel)}
+	}
+	console := false
+	switch c.LogFormat {
+	case "json":
+	case "console":
+		console = true
+	case "auto", "":
+		if f, ok := w.(*os.File); ok {
+			console = isatty.IsTerminal(f.Fd())
+		}
+	default:
+		return zerolog.Logger{}, usageError{fmt.Errorf("log format %q: want json, console or auto", c.LogFormat)}
+	}
+	if console {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}

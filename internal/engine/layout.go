@@ -1,0 +1,141 @@
+// Package engine takes snapshots of a home into a store and restores them.
+// It is the orchestration shared by the snapshot and restore commands.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// Store layout, relative to the store URL's prefix:
+//
+//	homesnap.json              marker: this prefix is a homesnap store
+//	head.json                  the newest snapshot, moved by compare-and-swap
+//	snapshots/<id>.json.zst    manifests
+//	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
+const (
+	markerKey = "homesnap.json"
+	headKey   = "head.json"
+)
+
+func manifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
+func archiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
+
+// Snapshot IDs sort by creation time and never change: a redeploy does not
+// renumber them.
+var idPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{6}$`)
+
+func newID(now time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// CheckID refuses a malformed snapshot ID before it becomes part of a key.
+func CheckID(id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("snapshot ID %q is malformed (expected e.g. 20261202T111400.000Z-a1b2c3; see `restore --list`)", id)
+	}
+	return nil
+}
+
+// marker identifies a homesnap store and its format.
+type marker struct {
+	Homesnap int `json:"homesnap"`
+}
+
+// Head is the pointer to the newest snapshot.
+type Head struct {
+	Snapshot string    `json:"snapshot"`
+	Parent   string    `json:"parent,omitempty"`
+	Time     time.Time `json:"time"`
+}
+
+// ErrNoSnapshot means the store holds no snapshot yet.
+var ErrNoSnapshot = errors.New("no snapshot")
+
+// loadHead reads the head pointer and its version. A store without a head
+// is either empty (ErrNoSnapshot) or not a homesnap store.
+func loadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) {
+	data, v, err := s.Load(ctx, headKey)
+	if errors.Is(err, store.ErrNotExist) {
+		if err := checkMarker(ctx, s); err != nil {
+			return nil, "", err
+		}
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var h Head
+	if err := json.Unmarshal(data, &h); err != nil || CheckID(h.Snapshot) != nil {
+		return nil, "", fmt.Errorf("%s/%s is corrupt (%v): restore with --snapshot ID from `restore --list`, or fix the object", s, headKey, err)
+	}
+	return &h, v, nil
+}
+
+// checkMarker tells an empty store from a prefix that holds something else.
+func checkMarker(ctx context.Context, s store.Store) error {
+	_, _, err := s.Load(ctx, markerKey)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrNotExist) {
+		return err
+	}
+	var other string
+	stop := errors.New("stop")
+	lerr := s.List(ctx, "", func(o store.Object) error { other = o.Key; return stop })
+	if lerr != nil && !errors.Is(lerr, stop) {
+		return lerr
+	}
+	if other != "" {
+		return fmt.Errorf("%s is not a homesnap store: it holds other objects (e.g. %q) and no %s; point --store at an empty prefix or an existing homesnap store", s, other, markerKey)
+	}
+	return nil
+}
+
+// ensureMarker makes the store a homesnap store on the first snapshot.
+func ensureMarker(ctx context.Context, s store.Store) error {
+	data, _ := json.Marshal(marker{Homesnap: 1})
+	_, err := store.CompareAndSwap(ctx, s, markerKey, data, "")
+	if errors.Is(err, store.ErrPrecondition) {
+		return nil // another writer created it first
+	}
+	return err
+}
+
+// storeName is for messages: the store URL and a key.
+func storeName(s store.Store, key string) string {
+	return strings.TrimSuffix(s.String(), "/") + "/" + key
+}
+
+// List returns the IDs of the snapshots in the store, oldest first, and the
+// one the head points at.
+func List(ctx context.Context, s store.Store) ([]string, string, error) {
+	head, _, err := loadHead(ctx, s)
+	if err != nil {
+		return nil, "", err
+	}
+	var ids []string
+	err = s.List(ctx, "snapshots/", func(o store.Object) error {
+		id := strings.TrimSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json.zst")
+		if CheckID(id) == nil {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if head == nil {
+		return ids, "", err
+	}
+	return ids, head.Snapshot, err
+}

@@ -1,0 +1,481 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// SnapshotOptions configures one snapshot.
+type SnapshotOptions struct {
+	Home     string
+	Store    store.Store
+	Selector *selector.Selector
+	Jobs     int           // parallel file readers and compressors; 0 means GOMAXPROCS
+	Level    archive.Level // zstd level; 0 means the default
+	Log      zerolog.Logger
+	// Force commits a snapshot even when nothing changed since the parent.
+	Force bool
+}
+
+// SnapshotResult describes a committed (or skipped) snapshot.
+type SnapshotResult struct {
+	ID        string // empty when Unchanged
+	Parent    string
+	Unchanged bool // nothing changed since Parent: no snapshot was written
+	Totals    archive.Totals
+	Deleted   int64 // paths of the parent that are gone
+	Stored    int64 // compressed archive bytes written
+	Elapsed   time.Duration
+}
+
+// Snapshot takes one snapshot of the selected paths of the home. Only the
+// bytes of files whose metadata changed since the parent snapshot are
+// written; the rest point into older archives. The snapshot becomes visible
+// only when the head pointer moves, after its archive and manifest are
+// stored, so a failure at any point leaves the previous snapshot current.
+func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
+	start := time.Now()
+	if err := checkHome(o.Home, false); err != nil {
+		return nil, err
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if o.Level == 0 {
+		o.Level = archive.Level(3) // zstd.SpeedDefault, like `zstd -3`
+	}
+	head, headVersion, err := loadHead(ctx, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	if head == nil {
+		if err := ensureMarker(ctx, o.Store); err != nil {
+			return nil, err
+		}
+	}
+	s := &snapshotter{o: o, id: newID(start)}
+	var parent *archive.ManifestReader
+	if head != nil {
+		s.parentID = head.Snapshot
+		if parent, err = openManifest(ctx, o.Store, head.Snapshot); err != nil {
+			return nil, err
+		}
+		defer parent.Close()
+	}
+	res, err := s.run(ctx, parent)
+	if err != nil || res.Unchanged {
+		return res, err
+	}
+	data, _ := json.Marshal(Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC()})
+	if _, err := store.CompareAndSwap(ctx, o.Store, headKey, data, headVersion); err != nil {
+		if errors.Is(err, store.ErrPrecondition) {
+			return nil, fmt.Errorf("another writer moved %s while snapshot %s was taken; this snapshot was discarded (its objects are left for prune): make sure only one snapshot process writes to this store", storeName(o.Store, headKey), s.id)
+		}
+		return nil, fmt.Errorf("move head to snapshot %s: %w", s.id, err)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// openManifest opens a snapshot's manifest for streaming.
+func openManifest(ctx context.Context, s store.Store, id string) (*archive.ManifestReader, error) {
+	key := manifestKey(id)
+	rc, err := s.Get(ctx, key, 0, -1)
+	if err != nil {
+		if errors.Is(err, store.ErrNotExist) {
+			return nil, fmt.Errorf("manifest of snapshot %s is missing (%s): the store is damaged; pick another snapshot from `restore --list`", id, storeName(s, key))
+		}
+		return nil, err
+	}
+	m, err := archive.NewManifestReader(readCloser{rc})
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("%s: %w", storeName(s, key), err)
+	}
+	if m.Header.ID != id {
+		m.Close()
+		return nil, fmt.Errorf("%s: %w manifest: it describes snapshot %q", storeName(s, key), archive.ErrCorrupt, m.Header.ID)
+	}
+	return m, nil
+}
+
+// readCloser closes the store reader once the manifest hits EOF or an error.
+type readCloser struct{ io.ReadCloser }
+
+func (r readCloser) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err != nil {
+		r.ReadCloser.Close()
+	}
+	return n, err
+}
+
+// checkHome verifies the home is an existing directory; create makes it.
+func checkHome(home string, create bool) error {
+	if home == "" {
+		return errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME")
+	}
+	if !filepath.IsAbs(home) {
+		return fmt.Errorf("home %q must be an absolute path", home)
+	}
+	fi, err := os.Stat(home)
+	if create && errors.Is(err, os.ErrNotExist) {
+		return os.MkdirAll(home, 0o755)
+	}
+	if err != nil {
+		return fmt.Errorf("home %s: %w", home, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("home %s is not a directory", home)
+	}
+	return nil
+}
+
+// snapshotter runs the pipeline of one snapshot:
+//
+//	walk ⋈ parent manifest → jobs → workers (read, hash, tar, compress)
+//	  → sequencer (in job order: archive bytes, manifest entries)
+//
+// Jobs in flight are bounded, so memory stays proportional to the frames
+// being worked on, not to the size of the home.
+type snapshotter struct {
+	o        SnapshotOptions
+	id       string
+	parentID string
+	comp     *archive.Compressor
+}
+
+// item is one entry of a job; write means its header (and bytes) go into
+// this snapshot's archive, and first/last are the job-relative frames that
+// hold its header and its last byte.
+type item struct {
+	e           *archive.Entry
+	write       bool
+	first, last int
+}
+
+type job struct {
+	items  []item
+	frames chan []byte // closed when the job is done; err is set before
+	err    error
+}
+
+type counts struct {
+	changed, deleted int64
+}
+
+func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (*SnapshotResult, error) {
+	var err error
+	if s.comp, err = archive.NewCompressor(s.o.Level, s.o.Jobs); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	g, gctx := errgroup.WithContext(ctx)
+
+	order := make(chan *job, 2*s.o.Jobs) // bounds the jobs in flight
+	work := make(chan *job)
+	var cnt counts
+	g.Go(func() error {
+		defer close(order)
+		defer close(work)
+		return s.produce(gctx, parent, order, work, &cnt)
+	})
+	for range s.o.Jobs {
+		g.Go(func() error {
+			for j := range work {
+				s.process(gctx, j)
+			}
+			return nil
+		})
+	}
+
+	manifest := newUpload(ctx, s.o.Store, manifestKey(s.id))
+	archiveUp := &lazyUpload{ctx: ctx, st: s.o.Store, key: archiveKey(s.id)}
+	mw, err := archive.NewManifestWriter(manifest, archive.Header{
+		ID: s.id, Parent: s.parentID, Created: time.Now().UTC(),
+		Host: hostname(), Selection: s.o.Selector.Spec(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var newEntries, newBytes int64
+	g.Go(func() error {
+		for j := range order {
+			if err := s.sequence(gctx, j, archiveUp, mw, &newEntries, &newBytes); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		manifest.abort(err)
+		archiveUp.abort(err)
+		return nil, err
+	}
+	res := &SnapshotResult{ID: s.id, Parent: s.parentID, Deleted: cnt.deleted}
+	if parent != nil && cnt.changed == 0 && cnt.deleted == 0 && !s.o.Force {
+		abort := errors.New("unchanged")
+		manifest.abort(abort)
+		archiveUp.abort(abort)
+		res.ID, res.Unchanged = "", true
+		return res, nil
+	}
+	// Commit order: the archive is whole before the manifest that points
+	// into it is finished, and both before the head moves.
+	if archiveUp.started() {
+		if _, err := archiveUp.Write(s.comp.EndFrame()); err != nil {
+			manifest.abort(err)
+			return nil, archiveUp.abort(err)
+		}
+	}
+	if err := archiveUp.finish(); err != nil {
+		manifest.abort(err)
+		return nil, fmt.Errorf("upload archive %s: %w", storeName(s.o.Store, archiveKey(s.id)), err)
+	}
+	if res.Totals, err = mw.Close(newEntries, newBytes); err != nil {
+		return nil, manifest.abort(err)
+	}
+	if err := manifest.finish(); err != nil {
+		return nil, fmt.Errorf("upload manifest %s: %w", storeName(s.o.Store, manifestKey(s.id)), err)
+	}
+	res.Stored = archiveUp.n
+	return res, nil
+}
+
+// produce merges the walk with the parent manifest and cuts the result into
+// jobs of about one frame of new bytes each.
+func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReader, order, work chan<- *job, cnt *counts) error {
+	var old *archive.Entry
+	nextOld := func() error {
+		if parent == nil {
+			old = nil
+			return nil
+		}
+		e, err := parent.Next()
+		if errors.Is(err, io.EOF) {
+			old, parent = nil, nil
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("parent snapshot %s: %w", s.parentID, err)
+		}
+		old = e
+		return nil
+	}
+	if err := nextOld(); err != nil {
+		return err
+	}
+	cur := &job{}
+	var pending int
+	flush := func() error {
+		if len(cur.items) == 0 {
+			return nil
+		}
+		cur.frames = make(chan []byte, 2)
+		select {
+		case order <- cur:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		select {
+		case work <- cur:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		cur, pending = &job{}, 0
+		return nil
+	}
+	skipped := func(rel, why string) { s.o.Log.Debug().Str("path", rel).Msg("skipped: " + why) }
+	err := scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, func(e *archive.Entry) error {
+		for old != nil && archive.ComparePaths(old.Path, e.Path) < 0 {
+			cnt.deleted++
+			if err := nextOld(); err != nil {
+				return err
+			}
+		}
+		var prev *archive.Entry
+		if old != nil && old.Path == e.Path {
+			prev = old
+			if err := nextOld(); err != nil {
+				return err
+			}
+		}
+		it := item{e: e}
+		switch {
+		case prev != nil && e.SameMeta(prev):
+			if e.Type == archive.TypeFile {
+				e.Hash, e.Archive, e.Offset, e.Length = prev.Hash, prev.Archive, prev.Offset, prev.Length
+			}
+		default:
+			cnt.changed++
+			it.write = !e.Implied
+		}
+		big := it.write && e.Type == archive.TypeFile && e.Size >= archive.FrameSize
+		if big {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		cur.items = append(cur.items, it)
+		if it.write {
+			pending += 512 + int(min(e.Size, archive.FrameSize))
+		}
+		if big || pending >= archive.FrameSize || len(cur.items) >= 8192 {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for old != nil {
+		cnt.deleted++
+		if err := nextOld(); err != nil {
+			return err
+		}
+	}
+	return flush()
+}
+
+// process reads, hashes and compresses one job's new entries.
+func (s *snapshotter) process(ctx context.Context, j *job) {
+	defer close(j.frames)
+	fw := archive.NewFrameWriter(s.comp, func(frame []byte) error {
+		select {
+		case j.frames <- frame:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	buf := make([]byte, 256<<10)
+	for i := range j.items {
+		it := &j.items[i]
+		if !it.write {
+			continue
+		}
+		var err error
+		if it.e.Type == archive.TypeFile {
+			err = s.writeFile(fw, it, buf)
+		} else {
+			err = fw.WriteHeader(it.e)
+			it.first, it.last = fw.Frame(), fw.Frame()
+		}
+		if err != nil {
+			j.err = err
+			return
+		}
+	}
+	j.err = fw.Cut()
+}
+
+// writeFile adds one regular file. Its metadata is taken from the open file
+// just before reading; if the file changes while it is read, the entry says
+// so and the next snapshot reads it again.
+func (s *snapshotter) writeFile(fw *archive.FrameWriter, it *item, buf []byte) error {
+	e := it.e
+	path := filepath.Join(s.o.Home, filepath.FromSlash(e.Path))
+	f, st, err := openRegular(path)
+	if err != nil {
+		if errors.Is(err, errVanished) {
+			s.o.Log.Debug().Str("path", e.Path).Msg("vanished before it was read")
+			it.e, it.write = nil, false
+			return nil
+		}
+		return err
+	}
+	defer f.Close()
+	fresh := scan.FromStat(e.Path, st)
+	*e = *fresh
+	if err := fw.WriteHeader(e); err != nil {
+		return err
+	}
+	it.first = fw.Frame()
+	h := sha256.New()
+	remaining := e.Size
+	for remaining > 0 {
+		n, rerr := f.Read(buf[:min(int64(len(buf)), remaining)])
+		if n == 0 && rerr != nil {
+			if !errors.Is(rerr, io.EOF) {
+				return fmt.Errorf("read %s: %w", path, rerr)
+			}
+			// Truncated while read: keep the tar stream whole with zeros;
+			// the entry is marked and read again next time.
+			clear(buf)
+			n = int(min(int64(len(buf)), remaining))
+			e.Changed = true
+		}
+		h.Write(buf[:n])
+		if _, err := fw.Write(buf[:n]); err != nil {
+			return err
+		}
+		remaining -= int64(n)
+	}
+	it.last = fw.Frame()
+	var sum archive.Hash
+	h.Sum(sum[:0])
+	e.Hash = &sum
+	if changedSince(f, st) {
+		e.Changed = true
+	}
+	if e.Changed {
+		s.o.Log.Warn().Str("path", e.Path).Msg("file changed while it was read; snapshot keeps the bytes read and marks it for the next snapshot")
+	}
+	return nil
+}
+
+// sequence writes one job's frames to the archive, in job order, and its
+// entries to the manifest with their final byte ranges.
+func (s *snapshotter) sequence(ctx context.Context, j *job, w *lazyUpload, mw *archive.ManifestWriter, newEntries, newBytes *int64) error {
+	var offs, lens []int64
+	for frame := range j.frames {
+		offs, lens = append(offs, w.n), append(lens, int64(len(frame)))
+		if _, err := w.Write(frame); err != nil {
+			return err
+		}
+	}
+	if j.err != nil {
+		return j.err
+	}
+	for _, it := range j.items {
+		e := it.e
+		if e == nil {
+			continue
+		}
+		if it.write {
+			*newEntries++
+			if e.HasData() {
+				*newBytes += e.Size
+				e.Archive = s.id
+				e.Offset = offs[it.first]
+				e.Length = offs[it.last] + lens[it.last] - e.Offset
+			}
+		}
+		if err := mw.Write(e); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
