@@ -30,6 +30,30 @@ func (j *journal) rename(from, to string) error {
 	return nil
 }
 
+// rmdir removes an empty directory; undoing recreates it as it was.
+func (j *journal) rmdir(p string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return err
+	}
+	if err := unix.Rmdir(p); err != nil {
+		return err
+	}
+	j.undo = append(j.undo, func() error {
+		if err := unix.Mkdir(p, st.Mode&0o7777); err != nil {
+			return err
+		}
+		if err := unix.Lchown(p, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, unix.EPERM) {
+			return err
+		}
+		if err := unix.Chmod(p, st.Mode&0o7777); err != nil {
+			return err
+		}
+		return unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	return nil
+}
+
 func (j *journal) rollback() error {
 	var errs []error
 	for i := len(j.undo) - 1; i >= 0; i-- {
@@ -158,9 +182,12 @@ func (r *restorer) removeExtra(ctx context.Context, j *journal) error {
 			if err != nil {
 				return err
 			}
-			if !empty {
-				continue
+			if empty {
+				if err := j.rmdir(r.target(e.Path)); err != nil {
+					return fmt.Errorf("remove %s: %w", r.target(e.Path), err)
+				}
 			}
+			continue
 		}
 		if err := r.displace(j, e.Path); err != nil {
 			return err

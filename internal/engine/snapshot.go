@@ -402,6 +402,9 @@ func (s *snapshotter) writeFile(fw *archive.FrameWriter, it *item, buf []byte) e
 		return err
 	}
 	defer f.Close()
+	if afterOpen != nil {
+		afterOpen(path)
+	}
 	fresh := scan.FromStat(e.Path, st)
 	*e = *fresh
 	if err := fw.WriteHeader(e); err != nil {
@@ -474,6 +477,9 @@ func (s *snapshotter) sequence(ctx context.Context, j *job, w *lazyUpload, mw *a
 	}
 	return ctx.Err()
 }
+
+// afterOpen lets tests change a file between open and read.
+var afterOpen func(path string)
 
 func hostname() string {
 	h, _ := os.Hostname()

@@ -1,0 +1,503 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/file"
+	"github.com/homesnap/homesnap/internal/testhome"
+)
+
+func newStore(t *testing.T) store.Store {
+	t.Helper()
+	s, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newHome(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := testhome.Build(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func jenkins(t *testing.T) *selector.Selector {
+	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
+
+func snap(t *testing.T, home string, st store.Store) *SnapshotResult {
+	t.Helper()
+	res, err := Snapshot(context.Background(), SnapshotOptions{Home: home, Store: st, Selector: jenkins(t), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	return res
+}
+
+func restore(home string, st store.Store, id string) error {
+	_, err := Restore(context.Background(), RestoreOptions{Home: home, Store: st, Snapshot: id, Log: zerolog.Nop()})
+	return err
+}
+
+// selected reads the selected part of a home, as a restore must reproduce it.
+func selected(t *testing.T, home string) testhome.Tree {
+	t.Helper()
+	sel := jenkins(t)
+	tree, err := testhome.Read(home, sel.Selected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+func all(t *testing.T, home string) testhome.Tree {
+	t.Helper()
+	tree, err := testhome.Read(home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+func assertSame(t *testing.T, want, got testhome.Tree) {
+	t.Helper()
+	if d := testhome.Diff(want, got); len(d) > 0 {
+		if len(d) > 20 {
+			d = append(d[:20], "...")
+		}
+		t.Fatalf("trees differ:\n%s", strings.Join(d, "\n"))
+	}
+}
+
+func TestRoundTripReproducesEveryAttribute(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	want := selected(t, home)
+	for _, p := range []string{"secrets", "identity.key.enc", "jobs/test/builds/lastFailedBuild", "jobs/empty-folder/jobs", "jobs/déploiement-生产/builds/1/zero"} {
+		if _, ok := want[p]; !ok {
+			t.Fatalf("fixture lacks %s", p)
+		}
+	}
+	for p := range want {
+		if strings.Contains(p, "workspace") || strings.Contains(p, "atomic") || strings.HasPrefix(p, "plugins") {
+			t.Fatalf("selection includes %s", p)
+		}
+	}
+	res := snap(t, home, st)
+	if res.Totals.Entries != int64(len(want)) {
+		t.Errorf("manifest has %d entries, home has %d selected paths", res.Totals.Entries, len(want))
+	}
+	target := t.TempDir()
+	if err := restore(target, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, want, all(t, target))
+	if got := all(t, target)["secrets"].Mode; got != 0o700 {
+		t.Errorf("secrets/ mode %04o, want 0700", got)
+	}
+	if got := all(t, target)["nodes/agent-1/empty"].Mode; got != 0o2750 {
+		t.Errorf("setgid directory mode %04o, want 2750", got)
+	}
+}
+
+// change applies the edits a live Jenkins makes between two snapshots.
+func change(t *testing.T, home string) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := func(rel string) string { return filepath.Join(home, filepath.FromSlash(rel)) }
+	f, err := os.OpenFile(p("jobs/test/builds/2/log"), os.O_APPEND|os.O_WRONLY, 0)
+	must(err)
+	_, err = f.WriteString("Finished: SUCCESS\n")
+	must(err)
+	must(f.Close())
+	must(os.WriteFile(p("jobs/test/config.xml"), []byte("<project><description>edited</description></project>\n"), 0o644))
+	must(os.RemoveAll(p("jobs/parameterized-windows/builds/1")))
+	must(os.MkdirAll(p("jobs/test/builds/3"), 0o755))
+	must(os.WriteFile(p("jobs/test/builds/3/build.xml"), []byte("<build/>\n"), 0o644))
+	must(os.Chmod(p("nodes/agent-1/config.xml"), 0o600))
+	must(os.Remove(p("jobs/test/builds/lastSuccessfulBuild")))
+	must(os.Symlink("3", p("jobs/test/builds/lastSuccessfulBuild")))
+	must(os.Remove(p("secret.key.not-so-secret")))
+	must(os.Symlink("secret.key", p("secret.key.not-so-secret"))) // a file replaced by a symlink
+}
+
+func TestIncrementalWritesOnlyChangesAndForgetsDeletions(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	first := snap(t, home, st)
+	want1 := selected(t, home)
+	change(t, home)
+	want2 := selected(t, home)
+	second := snap(t, home, st)
+	if second.Parent != first.ID {
+		t.Fatalf("parent %q, want %q", second.Parent, first.ID)
+	}
+	changedBytes := int64(len("<project><description>edited</description></project>\n") + len("<build/>\n"))
+	changedBytes += want2["jobs/test/builds/2/log"].Size
+	changedBytes += want2["nodes/agent-1/config.xml"].Size // chmod: metadata changed
+	if second.Totals.NewBytes != changedBytes {
+		t.Errorf("incremental wrote %d file bytes, want exactly the changed files' %d", second.Totals.NewBytes, changedBytes)
+	}
+	if second.Stored >= first.Stored/2 {
+		t.Errorf("incremental stored %d bytes, full stored %d: expected far less", second.Stored, first.Stored)
+	}
+	if second.Deleted == 0 {
+		t.Error("deleted build not counted")
+	}
+	for id, want := range map[string]testhome.Tree{first.ID: want1, second.ID: want2} {
+		target := t.TempDir()
+		if err := restore(target, st, id); err != nil {
+			t.Fatal(err)
+		}
+		assertSame(t, want, all(t, target))
+	}
+	// The newest is the default, and a deleted build stays deleted.
+	target := t.TempDir()
+	if err := restore(target, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(target, "jobs/parameterized-windows/builds/1")); !os.IsNotExist(err) {
+		t.Errorf("deleted build came back: %v", err)
+	}
+	assertSame(t, want2, all(t, target))
+}
+
+func TestUnchangedHomeTakesNoSnapshot(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	first := snap(t, home, st)
+	again := snap(t, home, st)
+	if !again.Unchanged || again.Parent != first.ID {
+		t.Fatalf("got %+v, want unchanged with parent %s", again, first.ID)
+	}
+	ids, head, err := List(context.Background(), st)
+	if err != nil || len(ids) != 1 || head != first.ID {
+		t.Fatalf("List = %v %q %v, want just %s", ids, head, err, first.ID)
+	}
+}
+
+func TestRestoreOverExistingHomeTouchesOnlySelectedPaths(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	res := snap(t, home, st)
+	want := selected(t, home)
+	// A home that drifted: extra jobs and builds, edited secrets, plus
+	// things restore must never touch.
+	target := t.TempDir()
+	if err := testhome.Build(target); err != nil {
+		t.Fatal(err)
+	}
+	change(t, target)
+	extra := filepath.Join(target, "jobs/test/builds/99")
+	if err := os.MkdirAll(extra, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(extra, "log"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(target, "jobs/gone/workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "jobs/gone/workspace/keep.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "jobs/gone/config.xml"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unselected := func(rel string) bool { return !jenkins(t).Selected(rel) }
+	before, err := testhome.Read(target, unselected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restore(target, st, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	// jobs/gone is selected but not in the snapshot: its config goes, and
+	// it stays only because of its (unselected) workspace.
+	w := want
+	w["jobs/gone"] = all(t, target)["jobs/gone"]
+	assertSame(t, w, selected(t, target))
+	after, _ := testhome.Read(target, unselected)
+	delete(before, "jobs/gone") // its mtime changed as its config left
+	delete(after, "jobs/gone")
+	delete(before, "") // the home itself
+	assertSame(t, before, after)
+	assertNoStaging(t, target)
+}
+
+func assertNoStaging(t *testing.T, home string) {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(home, ".homesnap-*"))
+	if len(left) > 0 {
+		t.Errorf("staging left behind: %v", left)
+	}
+}
+
+// damage lets a test break one object of the store and checks that a
+// restore over an existing home fails, names the object, and leaves the
+// home exactly as it was.
+func damage(t *testing.T, wantInError string, breakIt func(storeDir string, res *SnapshotResult)) {
+	t.Helper()
+	home := newHome(t)
+	storeDir := t.TempDir()
+	st, err := file.Open(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := snap(t, home, st)
+	target := t.TempDir()
+	if err := testhome.Build(target); err != nil {
+		t.Fatal(err)
+	}
+	change(t, target)
+	before := all(t, target)
+	breakIt(storeDir, res)
+	err = restore(target, st, "")
+	if err == nil {
+		t.Fatal("restore of a damaged store succeeded")
+	}
+	if !strings.Contains(err.Error(), wantInError) {
+		t.Errorf("error %q does not name %q", err, wantInError)
+	}
+	assertSame(t, before, all(t, target))
+	assertNoStaging(t, target)
+}
+
+func TestCorruptArchiveLeavesHomeAsItWas(t *testing.T) {
+	damage(t, "archives/", func(dir string, res *SnapshotResult) {
+		p := filepath.Join(dir, "archives", res.ID+".tar.zst")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := len(b) / 3; i < len(b)/3+64; i++ {
+			b[i] ^= 0x5a
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestMissingArchiveLeavesHomeAsItWas(t *testing.T) {
+	damage(t, "archives/", func(dir string, res *SnapshotResult) {
+		if err := os.Remove(filepath.Join(dir, "archives", res.ID+".tar.zst")); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestTruncatedManifestLeavesHomeAsItWas(t *testing.T) {
+	damage(t, "snapshots/", func(dir string, res *SnapshotResult) {
+		p := filepath.Join(dir, "snapshots", res.ID+".json.zst")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b[:len(b)/2], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// rewriteManifest replaces the head snapshot's manifest with entries edited
+// by edit, keeping its archive.
+func rewriteManifest(t *testing.T, st store.Store, id string, edit func([]*archive.Entry) []*archive.Entry) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := openManifest(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []*archive.Entry
+	for {
+		e, err := m.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	hdr := m.Header
+	m.Close()
+	entries = edit(entries)
+	pr, pw := io.Pipe()
+	go func() {
+		w, err := archive.NewManifestWriter(pw, hdr)
+		if err == nil {
+			for _, e := range entries {
+				// Bypass the writer's order check for hostile input.
+				w.ForceWrite(e)
+			}
+			_, err = w.Close(0, 0)
+		}
+		pw.CloseWithError(err)
+	}()
+	if err := st.Put(ctx, manifestKey(id), pr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHostileManifestIsRefused(t *testing.T) {
+	cases := map[string]func([]*archive.Entry) []*archive.Entry{
+		"dot-dot": func(es []*archive.Entry) []*archive.Entry {
+			es[len(es)-1].Path = "jobs/../../escape"
+			return es
+		},
+		"absolute": func(es []*archive.Entry) []*archive.Entry {
+			es[len(es)-1].Path = "/etc/passwd"
+			return es
+		},
+		"through-symlink": func(es []*archive.Entry) []*archive.Entry {
+			// jobs/test/lastSuccessful is a symlink; a file below it would
+			// be written through the link.
+			for i, e := range es {
+				if e.Path == "jobs/test/lastSuccessful" {
+					c := *es[i+1]
+					c.Path = "jobs/test/lastSuccessful/evil"
+					return append(es[:i+1], append([]*archive.Entry{&c}, es[i+1:]...)...)
+				}
+			}
+			t.Fatal("no symlink in fixture")
+			return nil
+		},
+	}
+	for name, edit := range cases {
+		t.Run(name, func(t *testing.T) {
+			home, st := newHome(t), newStore(t)
+			res := snap(t, home, st)
+			rewriteManifest(t, st, res.ID, edit)
+			target := t.TempDir()
+			err := restore(target, st, "")
+			if err == nil {
+				t.Fatal("hostile manifest restored")
+			}
+			if !strings.Contains(err.Error(), "corrupt") && !strings.Contains(err.Error(), "unsafe") {
+				t.Errorf("error %q does not say the manifest is corrupt/unsafe", err)
+			}
+			if left, _ := os.ReadDir(target); len(left) != 0 {
+				t.Errorf("target not empty after refused restore: %v", left)
+			}
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(target), "escape")); err == nil {
+				t.Error("path escaped the home")
+			}
+		})
+	}
+}
+
+func TestFileChangedWhileReadIsMarkedAndReadAgain(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	logPath := filepath.Join(home, "jobs/test/builds/2/log")
+	afterOpen = func(p string) {
+		if p == logPath {
+			f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("appended while read\n")
+			f.Close()
+		}
+	}
+	first := snap(t, home, st)
+	afterOpen = nil
+	m, err := openManifest(context.Background(), st, first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marked bool
+	for {
+		e, err := m.Next()
+		if err != nil {
+			break
+		}
+		if e.Path == "jobs/test/builds/2/log" {
+			marked = e.Changed
+		}
+	}
+	m.Close()
+	if !marked {
+		t.Fatal("a file appended while read is not marked changed_while_read")
+	}
+	second := snap(t, home, st)
+	if second.Unchanged || second.Totals.NewBytes < all(t, home)["jobs/test/builds/2/log"].Size {
+		t.Fatalf("the torn file was not read again: %+v", second)
+	}
+	target := t.TempDir()
+	if err := restore(target, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, selected(t, home), all(t, target))
+}
+
+func TestSnapshotToleratesALiveJenkins(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // delete builds, rename temp files, append to logs
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			b := filepath.Join(home, "jobs/test0/builds", "x"+string(rune('a'+i%26)))
+			os.MkdirAll(b, 0o755)
+			os.WriteFile(filepath.Join(b, "log"), []byte(strings.Repeat("line\n", i%100)), 0o644)
+			tmp := filepath.Join(home, "jobs/test/config.xml-atomic99tmp")
+			os.WriteFile(tmp, []byte("<x/>"), 0o644)
+			os.Rename(tmp, filepath.Join(home, "jobs/test/config.xml"))
+			os.RemoveAll(filepath.Join(home, "jobs/test0/builds", "x"+string(rune('a'+(i+13)%26))))
+		}
+	}()
+	var last *SnapshotResult
+	for range 5 {
+		last = snap(t, home, st)
+	}
+	cancel()
+	<-done
+	if last.ID == "" && last.Parent == "" {
+		t.Fatal("no snapshot taken")
+	}
+	if err := restore(t.TempDir(), st, ""); err != nil {
+		t.Fatalf("restore of a snapshot taken during churn: %v", err)
+	}
+}
+
+func TestStoreErrorsAreClear(t *testing.T) {
+	home := newHome(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "backup.tar"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := file.Open(dir)
+	_, err := Snapshot(context.Background(), SnapshotOptions{Home: home, Store: st, Selector: jenkins(t), Log: zerolog.Nop()})
+	if err == nil || !strings.Contains(err.Error(), "not a homesnap store") {
+		t.Errorf("foreign prefix: %v", err)
+	}
+	empty := newStore(t)
+	err = restore(t.TempDir(), empty, "")
+	if err == nil || !strings.Contains(err.Error(), "no snapshot") {
+		t.Errorf("empty store: %v", err)
+	}
+	res, err := Restore(context.Background(), RestoreOptions{Home: t.TempDir(), Store: empty, AllowEmpty: true, Log: zerolog.Nop()})
+	if err != nil || !res.Empty {
+		t.Errorf("allow-empty: %+v %v", res, err)
+	}
+	if _, err := file.Open(filepath.Join(dir, "nope")); err == nil || !strings.Contains(err.Error(), "mkdir -p") {
+		t.Errorf("missing store dir: %v", err)
+	}
+}
