@@ -182,11 +182,12 @@ func match(p pattern, comps []string) bool {
 	return len(comps) == 0
 }
 
-// matchPrefix reports whether some path starting with comps can match p.
+// matchPrefix reports whether some path starting with comps can match p,
+// or comps lies below a directory that p matches.
 func matchPrefix(p pattern, comps []string) bool {
 	for len(comps) > 0 {
 		if len(p) == 0 {
-			return false
+			return true
 		}
 		if p[0] == "**" {
 			return true

@@ -1,0 +1,94 @@
+package selector
+
+import "testing"
+
+func TestJenkinsPreset(t *testing.T) {
+	s, err := New(Spec{Preset: "jenkins"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]bool{
+		"nodes":                      true,
+		"nodes/agent-1/config.xml":   true,
+		"secrets":                    true,
+		"secrets/master.key":         true,
+		"jobs/a/config.xml":          true,
+		"jobs/F/jobs/b/builds/1/log": true,
+		"jobs/MB/branches/feature-x.abc/config.xml": true,
+		"identity.key.enc":                          true,
+		"secret.key":                                true,
+		"secret.key.not-so-secret":                  true,
+		"jobs/a/workspace":                          false,
+		"jobs/a/workspace/src/x.c":                  false,
+		"jobs/F/jobs/b/workspace@tmp/lock":          false,
+		"jobs/a/workspace@2":                        false,
+		"jobs/a/config.xml-atomic123tmp":            false,
+		"nodes/n/config.xml-atomic9tmp":             false,
+		"plugins/git.jpi":                           false,
+		"war/index.html":                            false,
+		"workspace/a":                               false,
+		"config.xml":                                false,
+		"jobsx/a":                                   false,
+	}
+	for p, want := range cases {
+		if got := s.Selected(p); got != want {
+			t.Errorf("Selected(%q) = %v, want %v", p, got, want)
+		}
+	}
+	if s.Enter("plugins") || s.Enter("jobs/a/workspace") || !s.Enter("jobs/a") {
+		t.Error("Enter prunes wrongly")
+	}
+}
+
+func TestIncludeExcludeGlobs(t *testing.T) {
+	s, err := New(Spec{Preset: "jenkins", Include: []string{"users/*/config.xml", "**/*.groovy"}, Exclude: []string{"jobs/**/builds/*/archive"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]bool{
+		"users/admin/config.xml":         true,
+		"users/admin/apiTokenStats.xml":  false,
+		"init.groovy":                    true,
+		"a/b/c/init.groovy":              true,
+		"jobs/x/builds/3/archive/t.jar":  false,
+		"jobs/x/builds/3/log":            true,
+		"jobs/F/jobs/y/builds/1/archive": false,
+	}
+	for p, want := range cases {
+		if got := s.Selected(p); got != want {
+			t.Errorf("Selected(%q) = %v, want %v", p, got, want)
+		}
+	}
+	if !s.Enter("users") || !s.Enter("users/admin") || !s.Enter("anything") {
+		t.Error("Enter must descend towards includes")
+	}
+}
+
+// SelectedIn must agree with Selected along any walk.
+func TestSelectedInAgreesWithSelected(t *testing.T) {
+	s, _ := New(Spec{Preset: "none", Include: []string{"a/*/c", "d"}, Exclude: []string{"d/x"}})
+	paths := []string{"a", "a/b", "a/b/c", "a/b/c/e", "d", "d/x", "d/y", "d/y/z"}
+	for _, p := range paths {
+		parent := ""
+		if i := len(p) - 1; i > 0 {
+			for j := len(p) - 1; j >= 0; j-- {
+				if p[j] == '/' {
+					parent = p[:j]
+					break
+				}
+			}
+		}
+		ps := parent != "" && s.Selected(parent)
+		if got, want := s.SelectedIn(ps, p), s.Selected(p); got != want {
+			t.Errorf("%s: SelectedIn=%v Selected=%v", p, got, want)
+		}
+	}
+}
+
+func TestBadPatterns(t *testing.T) {
+	for _, spec := range []Spec{{Preset: "nope"}, {Include: []string{"a/../b"}}, {Exclude: []string{"[z-a"}}} {
+		if _, err := New(spec); err == nil {
+			t.Errorf("New(%+v) accepted", spec)
+		}
+	}
+}
