@@ -63,14 +63,14 @@ func setup(ctx context.Context, name, about string, cfg any, c *Common, args []s
 
 type snapshotConfig struct {
 	Common
-	Once     bool          `envconfig:"ONCE" flag:"once" desc:"take one snapshot and exit (cron, disaster recovery)"`
-	Interval time.Duration `envconfig:"INTERVAL" default:"5m" flag:"interval" desc:"time between snapshots when running as a sidecar"`
-	Grace    time.Duration `envconfig:"FINAL_TIMEOUT" default:"25s" flag:"final-timeout" desc:"deadline of the final snapshot taken on SIGTERM (keep below the pod's grace period)"`
-	Preset   string        `envconfig:"PRESET" default:"jenkins" flag:"preset" desc:"selection preset: jenkins, all or none"`
-	Include  []string      `envconfig:"INCLUDE" flag:"include" desc:"glob of extra paths to select, relative to the home (** allowed)"`
-	Exclude  []string      `envconfig:"EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
-	Level    string        `envconfig:"LEVEL" default:"default" flag:"level" desc:"zstd level: fastest, default, better or best"`
-	Force    bool          `envconfig:"FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
+	Once     bool          `envconfig:"HOMESNAP_ONCE" flag:"once" desc:"take one snapshot and exit (cron, disaster recovery)"`
+	Interval time.Duration `envconfig:"HOMESNAP_INTERVAL" default:"5m" flag:"interval" desc:"time between snapshots when running as a sidecar"`
+	Grace    time.Duration `envconfig:"HOMESNAP_FINAL_TIMEOUT" default:"25s" flag:"final-timeout" desc:"deadline of the final snapshot taken on SIGTERM (keep below the pod's grace period)"`
+	Preset   string        `envconfig:"HOMESNAP_PRESET" default:"jenkins" flag:"preset" desc:"selection preset: jenkins, all or none"`
+	Include  []string      `envconfig:"HOMESNAP_INCLUDE" flag:"include" desc:"glob of extra paths to select, relative to the home (** allowed)"`
+	Exclude  []string      `envconfig:"HOMESNAP_EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
+	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"default" flag:"level" desc:"zstd level: fastest, default, better or best"`
+	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -138,9 +138,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 type restoreConfig struct {
 	Common
-	Snapshot   string `envconfig:"SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
-	AllowEmpty bool   `envconfig:"ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
-	List       bool   `envconfig:"LIST" flag:"list" desc:"list the snapshots in the store and exit"`
+	Snapshot   string `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
+	AllowEmpty bool   `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
+	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots in the store and exit"`
 }
 
 const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller

@@ -16,18 +16,16 @@ import (
 	"github.com/kelseyhightower/envconfig"
 )
 
-// envPrefix is the prefix of every environment variable homesnap reads.
-const envPrefix = "HOMESNAP"
-
 // Common holds the settings both commands share. Each field is an
-// environment variable (HOMESNAP_<envconfig tag>) and a flag (--<flag tag>);
-// the flag wins.
+// environment variable (its envconfig tag) and a flag (--<flag tag>); the
+// flag wins. Tags carry the full variable name: envconfig would otherwise
+// fall back to the unprefixed name, and $HOME is not the Jenkins home.
 type Common struct {
-	Home      string `envconfig:"HOME" flag:"home" desc:"Jenkins home to snapshot or restore into (default $JENKINS_HOME)"`
-	Store     string `envconfig:"STORE" flag:"store" desc:"store URL: a directory, file:///path, s3://, minio://, gs://, azblob://"`
-	Jobs      int    `envconfig:"JOBS" flag:"jobs" desc:"parallel workers (0: automatic)"`
-	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" flag:"log-level" desc:"debug, info, warn or error"`
-	LogFormat string `envconfig:"LOG_FORMAT" default:"auto" flag:"log-format" desc:"json, console, or auto (console on a terminal)"`
+	Home      string `envconfig:"HOMESNAP_HOME" flag:"home" desc:"Jenkins home to snapshot or restore into (default $JENKINS_HOME)"`
+	Store     string `envconfig:"HOMESNAP_STORE" flag:"store" desc:"store URL: a directory, file:///path, s3://, minio://, gs://, azblob://"`
+	Jobs      int    `envconfig:"HOMESNAP_JOBS" flag:"jobs" desc:"parallel workers (0: automatic)"`
+	LogLevel  string `envconfig:"HOMESNAP_LOG_LEVEL" default:"info" flag:"log-level" desc:"debug, info, warn or error"`
+	LogFormat string `envconfig:"HOMESNAP_LOG_FORMAT" default:"auto" flag:"log-format" desc:"json, console, or auto (console on a terminal)"`
 }
 
 // errHelp is returned after --help was printed.
@@ -36,8 +34,8 @@ var errHelp = flag.ErrHelp
 // load fills cfg from the environment, then from args. about is the
 // command's one-paragraph description for --help.
 func load(name, about string, cfg any, args []string, stderr io.Writer) ([]string, error) {
-	if err := envconfig.Process(envPrefix, cfg); err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+	if err := envconfig.Process("", cfg); err != nil {
+		return nil, usageError{fmt.Errorf("environment: %w", err)}
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -89,7 +87,7 @@ func bind(fs *flag.FlagSet, v reflect.Value, help *[]string) {
 			continue
 		}
 		fs.Var(&value{v: fv}, name, f.Tag.Get("desc"))
-		env := envPrefix + "_" + f.Tag.Get("envconfig")
+		env := f.Tag.Get("envconfig")
 		arg := " " + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		switch fv.Kind() {
 		case reflect.Bool:

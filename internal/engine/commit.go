@@ -83,7 +83,7 @@ func (r *restorer) commit(ctx context.Context) (err error) {
 		return err
 	}
 	var created []*archive.Entry // directories whose metadata to apply
-	skipBelow := ""                 // a subtree already moved in whole
+	skipBelow := ""              // a subtree already moved in whole
 	for _, e := range r.plan.entries {
 		if skipBelow != "" && strings.HasPrefix(e.Path, skipBelow) {
 			if e.Type == archive.TypeDir {

@@ -177,7 +177,7 @@ type job struct {
 }
 
 type counts struct {
-	changed, deleted int64
+	seen, changed, deleted int64
 }
 
 func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (*SnapshotResult, error) {
@@ -230,6 +230,11 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 		return nil, err
 	}
 	res := &SnapshotResult{ID: s.id, Parent: s.parentID, Deleted: cnt.deleted}
+	if cnt.seen == 0 && !s.o.Force {
+		err := fmt.Errorf("nothing under %s matches the selection (preset %q): is it the Jenkins home? Refusing to record an empty snapshot, which a restore would apply by deleting; pass --force if this is intended", s.o.Home, s.o.Selector.Spec().Preset)
+		manifest.abort(err)
+		return nil, archiveUp.abort(err)
+	}
 	if parent != nil && cnt.changed == 0 && cnt.deleted == 0 && !s.o.Force {
 		abort := errors.New("unchanged")
 		manifest.abort(abort)
@@ -317,6 +322,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 				return err
 			}
 		}
+		cnt.seen++
 		it := item{e: e}
 		switch {
 		case prev != nil && e.SameMeta(prev):

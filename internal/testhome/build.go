@@ -33,19 +33,19 @@ func Build(dir string) error {
 	}
 	long := strings.Repeat("very-long-folder-name-", 11) // 242 bytes
 	files := map[string]string{
-		"nodes/agent-1/config.xml":                           "<slave><name>agent-1</name></slave>\n",
-		"nodes/k8s-pod-x1/config.xml":                        "<slave><name>k8s-pod-x1</name></slave>\n",
+		"nodes/agent-1/config.xml":                             "<slave><name>agent-1</name></slave>\n",
+		"nodes/k8s-pod-x1/config.xml":                          "<slave><name>k8s-pod-x1</name></slave>\n",
 		"secrets/jenkins.slaves.JnlpSlaveAgentProtocol.secret": strings.Repeat("\x07", 48),
-		"jobs/déploiement-生产/config.xml":                     "<project/>\n",
-		"jobs/déploiement-生产/builds/1/log":                   strings.Repeat("Started by user admin\n", 500),
-		"jobs/déploiement-生产/builds/1/zero":                  "",
-		"jobs/" + long + "/jobs/" + long + "/config.xml":     "<project>long</project>\n",
-		"jobs/test/builds/1/archive/blob.bin":                pseudoRandom(3 << 20),
-		"jobs/test/builds/2/log":                             consoleLog(200000), // spans frames
-		"jobs/test/workspace/src/main.c":                     "int main(){}\n",          // excluded
-		"jobs/test/workspace@tmp/lock":                       "",                        // excluded
-		"jobs/test/config.xml-atomic123456tmp":               "<half",                   // excluded
-		"plugins/git.jpi":                                    "PK",                      // not selected
+		"jobs/déploiement-生产/config.xml":                       "<project/>\n",
+		"jobs/déploiement-生产/builds/1/log":                     strings.Repeat("Started by user admin\n", 500),
+		"jobs/déploiement-生产/builds/1/zero":                    "",
+		"jobs/" + long + "/jobs/" + long + "/config.xml":       "<project>long</project>\n",
+		"jobs/test/builds/1/archive/blob.bin":                  pseudoRandom(3 << 20),
+		"jobs/test/builds/2/log":                               consoleLog(200000), // spans frames
+		"jobs/test/workspace/src/main.c":                       "int main(){}\n",   // excluded
+		"jobs/test/workspace@tmp/lock":                         "",                 // excluded
+		"jobs/test/config.xml-atomic123456tmp":                 "<half",            // excluded
+		"plugins/git.jpi":                                      "PK",               // not selected
 	}
 	for rel, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
@@ -82,6 +82,19 @@ func Build(dir string) error {
 	for rel, m := range modes {
 		if err := os.Chmod(filepath.Join(dir, rel), m); err != nil {
 			return err
+		}
+	}
+	if os.Geteuid() == 0 { // numeric owners are restored when running as root
+		owners := map[string][2]int{
+			"jobs":                             {1000, 1000},
+			"jobs/test/config.xml":             {1000, 1000},
+			"secrets":                          {4242, 4243},
+			"jobs/test/builds/lastFailedBuild": {1000, 1001},
+		}
+		for rel, o := range owners {
+			if err := os.Lchown(filepath.Join(dir, rel), o[0], o[1]); err != nil {
+				return err
+			}
 		}
 	}
 	return Touch(dir)

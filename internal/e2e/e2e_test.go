@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
+)
+
+var bin string // directory holding the built snapshot and restore binaries
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "homesnap-bin-")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(dir, 0o755)
+	build := exec.Command("go", "build", "-o", dir, "github.com/homesnap/homesnap/cmd/snapshot", "github.com/homesnap/homesnap/cmd/restore")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build binaries:", err)
+		os.Exit(1)
+	}
+	bin = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run executes a binary with a clean HOMESNAP_* environment plus env.
+func run(t *testing.T, name string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOMESNAP_") && !strings.HasPrefix(kv, "JENKINS_HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, strings.TrimSpace(out.String()), errb.String()}
+}
+
+func ok(t *testing.T, r result) string {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+func selectedTree(t *testing.T, home string) testhome.Tree {
+	t.Helper()
+	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
+	tree, err := testhome.Read(home, sel.Selected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+func wholeTree(t *testing.T, dir string) testhome.Tree {
+	t.Helper()
+	tree, err := testhome.Read(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+func same(t *testing.T, what string, want, got testhome.Tree) {
+	t.Helper()
+	if d := testhome.Diff(want, got); len(d) > 0 {
+		if len(d) > 15 {
+			d = append(d[:15], "...")
+		}
+		t.Fatalf("%s differs:\n%s", what, strings.Join(d, "\n"))
+	}
+}
+
+// TestSnapshotChangeSnapshotRestoreEach is the user's story: snapshot a
+// home, let Jenkins change it, snapshot again, and restore each snapshot
+// into an empty directory with every attribute intact.
+func TestSnapshotChangeSnapshotRestoreEach(t *testing.T) {
+	home, storeDir := t.TempDir(), t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	// First through the environment (JENKINS_HOME as the home), ...
+	id1 := ok(t, run(t, "snapshot", []string{"JENKINS_HOME=" + home, "HOMESNAP_STORE=" + storeDir, "HOMESNAP_ONCE=true"}))
+	want1 := selectedTree(t, home)
+	testhome.Change(t, home)
+	want2 := selectedTree(t, home)
+	// ... then through flags, which win over a wrong environment.
+	id2 := ok(t, run(t, "snapshot", []string{"HOMESNAP_HOME=/nonexistent", "HOMESNAP_STORE=/nonexistent"},
+		"--once", "--home", home, "--store", "file://"+storeDir))
+	if id1 == "" || id2 == "" || id1 == id2 {
+		t.Fatalf("snapshot IDs %q and %q", id1, id2)
+	}
+	list := ok(t, run(t, "restore", nil, "--store", storeDir, "--list"))
+	if !strings.Contains(list, id1) || !strings.Contains(list, id2+"\thead") {
+		t.Fatalf("--list:\n%s", list)
+	}
+	for _, c := range []struct {
+		args []string
+		want testhome.Tree
+	}{
+		{[]string{"--snapshot", id1}, want1},
+		{[]string{"--snapshot", id2}, want2},
+		{nil, want2}, // the newest by default
+	} {
+		target := t.TempDir()
+		ok(t, run(t, "restore", []string{"HOMESNAP_HOME=" + target, "HOMESNAP_STORE=" + storeDir}, c.args...))
+		same(t, fmt.Sprintf("restore %v", c.args), c.want, wholeTree(t, target))
+	}
+}
+
+func TestHelpDocumentsEnvironment(t *testing.T) {
+	for _, name := range []string{"snapshot", "restore"} {
+		r := run(t, name, nil, "--help")
+		if r.code != 0 || !strings.Contains(r.stderr, "HOMESNAP_HOME") || !strings.Contains(r.stderr, "HOMESNAP_STORE") || !strings.Contains(r.stderr, "JENKINS_HOME") {
+			t.Errorf("%s --help (exit %d) does not document the variables:\n%s", name, r.code, r.stderr)
+		}
+	}
+	if r := run(t, "snapshot", nil, "--bogus"); r.code != 2 {
+		t.Errorf("unknown flag: exit %d, want 2", r.code)
+	}
+}
+
+func TestUserMistakesGetOneClearMessage(t *testing.T) {
+	home := t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-store")
+	cases := []struct {
+		name, bin string
+		args      []string
+		want      string
+	}{
+		{"missing store", "snapshot", []string{"--once", "--home", home, "--store", missing}, "mkdir -p"},
+		{"no store", "restore", []string{"--home", home}, "HOMESNAP_STORE"},
+		{"unknown scheme", "restore", []string{"--home", home, "--store", "ftp://x/y"}, "unknown scheme"},
+		{"bad snapshot id", "restore", []string{"--home", home, "--store", t.TempDir(), "--snapshot", "../../etc"}, "malformed"},
+		{"empty store", "restore", []string{"--home", home, "--store", t.TempDir()}, "no snapshot"},
+		{"missing home", "snapshot", []string{"--once", "--home", "/nonexistent/home", "--store", t.TempDir()}, "/nonexistent/home"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, c.bin, nil, c.args...)
+			if r.code == 0 {
+				t.Fatalf("exit 0, want failure")
+			}
+			if !strings.Contains(r.stderr, c.want) {
+				t.Errorf("stderr does not say %q:\n%s", c.want, r.stderr)
+			}
+		})
+	}
+	if r := run(t, "restore", nil, "--home", t.TempDir(), "--store", t.TempDir(), "--allow-empty"); r.code != 0 {
+		t.Errorf("--allow-empty on an empty store: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// TestUnreadableFileFailsTheSnapshot runs the snapshot as an unprivileged
+// user over a home holding a file it cannot read.
+func TestUnreadableFileFailsTheSnapshot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the snapshot as another user")
+	}
+	base, err := os.MkdirTemp("", "homesnap-perm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	home, storeDir := filepath.Join(base, "home"), filepath.Join(base, "store")
+	for _, d := range []string{home + "/jobs/a", home + "/secrets", storeDir} {
+		os.MkdirAll(d, 0o777)
+		os.Chmod(d, 0o777)
+	}
+	os.WriteFile(home+"/jobs/a/config.xml", []byte("<x/>"), 0o644)
+	os.WriteFile(home+"/secrets/master.key", []byte("k"), 0o600) // root's, unreadable to nobody
+	cmd := exec.Command(filepath.Join(bin, "snapshot"), "--once", "--home", home, "--store", storeDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("snapshot succeeded with an unreadable file:\n%s", out)
+	}
+	if !strings.Contains(string(out), "secrets/master.key") || !strings.Contains(string(out), "permission denied") {
+		t.Errorf("error does not name the file and the cause:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(storeDir, "head.json")); err == nil {
+		t.Error("a snapshot was committed despite the error")
+	}
+}
