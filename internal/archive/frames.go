@@ -60,10 +60,18 @@ type FrameWriter struct {
 
 // NewFrameWriter returns a writer that emits frames through emit.
 func NewFrameWriter(c *Compressor, emit func(frame []byte) error) *FrameWriter {
-	f := &FrameWriter{c: c, emit: emit}
-	f.raw.Grow(FrameSize + 64<<10)
-	f.tw = tar.NewWriter(&f.raw)
+	f := &FrameWriter{c: c}
+	f.raw.Grow(FrameSize + 256<<10)
+	f.Reset(emit)
 	return f
+}
+
+// Reset readies the writer for a new, independent run of frames, keeping
+// its buffer: workers reuse one writer for many jobs.
+func (f *FrameWriter) Reset(emit func(frame []byte) error) {
+	f.emit, f.frames, f.midEntry = emit, 0, false
+	f.raw.Reset()
+	f.tw = tar.NewWriter(&f.raw)
 }
 
 // Frame is the index of the frame being filled, counted from the first
@@ -109,7 +117,7 @@ func (f *FrameWriter) Cut() error {
 
 func (f *FrameWriter) cut(midEntry bool) error {
 	if f.raw.Len() > 0 {
-		frame := f.c.Frame(f.raw.Bytes(), make([]byte, 0, f.raw.Len()/2+512))
+		frame := f.c.Frame(f.raw.Bytes(), frameBuffer())
 		f.raw.Reset()
 		f.frames++
 		if err := f.emit(frame); err != nil {
@@ -119,6 +127,20 @@ func (f *FrameWriter) cut(midEntry bool) error {
 	f.midEntry = midEntry
 	return nil
 }
+
+// Compressed frames are pooled: at several MiB each they would otherwise
+// dominate the garbage a snapshot makes.
+var framePool sync.Pool
+
+func frameBuffer() []byte {
+	if b, ok := framePool.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, FrameSize/2)
+}
+
+// ReleaseFrame hands a frame's buffer back for reuse once it is written.
+func ReleaseFrame(frame []byte) { framePool.Put(&frame) }
 
 // tarHeader describes e as a tar header. Owner names are left out on
 // purpose: numeric ids are what a container restores.

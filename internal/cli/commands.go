@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -25,6 +27,16 @@ import (
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft ceiling that keeps the sidecar small; GOMEMLIMIT overrides.
+		debug.SetMemoryLimit(100 << 20)
+	}
+	if p := os.Getenv("HOMESNAP_CPUPROFILE"); p != "" { // for profiling runs
+		if f, err := os.Create(p); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	var ue usageError
 	switch {
@@ -69,7 +81,7 @@ type snapshotConfig struct {
 	Preset   string        `envconfig:"HOMESNAP_PRESET" default:"jenkins" flag:"preset" desc:"selection preset: jenkins, all or none"`
 	Include  []string      `envconfig:"HOMESNAP_INCLUDE" flag:"include" desc:"glob of extra paths to select, relative to the home (** allowed)"`
 	Exclude  []string      `envconfig:"HOMESNAP_EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
-	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"default" flag:"level" desc:"zstd level: fastest, default, better or best"`
+	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
 }
 

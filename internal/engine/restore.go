@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -154,6 +159,7 @@ type restorer struct {
 	stage   string // <home>/.homesnap-restore-<id>
 	tree    string // stage/tree: the snapshot as it will be
 	root    bool   // running as root: restore numeric owners
+	umask   fs.FileMode
 	fetched atomic.Int64
 }
 
@@ -164,6 +170,7 @@ func (r *restorer) run(ctx context.Context) error {
 	r.stage = filepath.Join(r.o.Home, stagePrefix+r.plan.id)
 	r.tree = filepath.Join(r.stage, "tree")
 	r.root = os.Geteuid() == 0
+	r.umask = processUmask()
 	if err := os.Mkdir(r.stage, 0o700); err != nil {
 		return fmt.Errorf("create staging directory: %w (is the home writable and is there space?)", err)
 	}
@@ -211,7 +218,7 @@ func (r *restorer) stageTree(ctx context.Context) error {
 		var err error
 		switch {
 		case e.Type == archive.TypeDir:
-			err = os.Mkdir(p, 0o700) // final modes once everything is in
+			err = unix.Mkdir(p, 0o700) // final modes once everything is in
 		case e.Type == archive.TypeSymlink:
 			if err = unix.Symlink(e.Link, p); err == nil {
 				err = r.setMeta(p, e, true)
@@ -327,33 +334,116 @@ func (r *restorer) fetchRun(ctx context.Context, rn *run) error {
 }
 
 // writeFile creates a staged file with content from src (nil: empty),
-// checks its hash and applies its metadata.
+// checks its hash and applies its metadata. It works on the raw descriptor:
+// at hundreds of thousands of files, every avoided syscall counts.
 func (r *restorer) writeFile(p string, e *archive.Entry, src io.Reader) error {
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+	fd, err := unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(e.Mode.Perm()))
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}()
 	h := sha256.New()
 	if src != nil {
-		n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(src, e.Size))
-		if err == nil && n != e.Size {
-			err = io.ErrUnexpectedEOF
-		}
-		if err != nil {
-			f.Close()
-			return err
+		bp := copyBuffers.Get().(*[]byte)
+		defer copyBuffers.Put(bp)
+		buf := *bp
+		for left := e.Size; left > 0; {
+			n, err := io.ReadFull(src, buf[:min(int64(len(buf)), left)])
+			if err != nil {
+				return fmt.Errorf("%w: archive ends inside the file (%v)", archive.ErrCorrupt, err)
+			}
+			h.Write(buf[:n])
+			if err := writeAll(fd, buf[:n]); err != nil {
+				return err
+			}
+			left -= int64(n)
 		}
 	}
 	var sum archive.Hash
 	h.Sum(sum[:0])
 	if e.Hash == nil || sum != *e.Hash {
-		f.Close()
 		return fmt.Errorf("%w: content hash %s does not match the manifest's %s", archive.ErrCorrupt, sum, e.Hash)
 	}
-	if err := f.Close(); err != nil {
+	chowned := false
+	if r.root && (e.UID != 0 || e.GID != 0) {
+		if err := unix.Fchown(fd, e.UID, e.GID); err != nil {
+			return err
+		}
+		chowned = true
+	}
+	// open() applied the umask, and chown cleared setuid/setgid.
+	if e.Mode != e.Mode.Perm()&^r.umask || (chowned && e.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0) {
+		if err := unix.Fchmod(fd, unixMode(e.Mode)); err != nil {
+			return err
+		}
+	}
+	if err := futimens(fd, e.MTime); err != nil {
 		return err
 	}
-	return r.setMeta(p, e, false)
+	err = unix.Close(fd)
+	fd = -1
+	return err
+}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// futimens sets an open file's mtime (and atime) with nanoseconds.
+func futimens(fd int, ns int64) error {
+	ts := [2]unix.Timespec{unix.NsecToTimespec(ns), unix.NsecToTimespec(ns)}
+	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// unixMode converts permission and special bits to st_mode bits.
+func unixMode(m fs.FileMode) uint32 {
+	mode := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		mode |= unix.S_ISUID
+	}
+	if m&fs.ModeSetgid != 0 {
+		mode |= unix.S_ISGID
+	}
+	if m&fs.ModeSticky != 0 {
+		mode |= unix.S_ISVTX
+	}
+	return mode
+}
+
+// processUmask reads the umask without changing it (a temporary change
+// would race with other goroutines creating files).
+func processUmask() fs.FileMode {
+	data, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return fs.FileMode(n)
+				}
+			}
+		}
+	}
+	return 0o777 // unknown: always chmod
 }
 
 // setMeta applies owner (as root), mode and mtime without following links.
