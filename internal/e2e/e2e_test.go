@@ -7,8 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/testhome"
@@ -212,4 +214,58 @@ func TestUnreadableFileFailsTheSnapshot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(storeDir, "head.json")); err == nil {
 		t.Error("a snapshot was committed despite the error")
 	}
+}
+
+// TestSidecarTakesAFinalSnapshotOnSIGTERM runs the snapshot command as a
+// sidecar, changes the home, stops it like Kubernetes does, and checks that
+// the change is in the store.
+func TestSidecarTakesAFinalSnapshotOnSIGTERM(t *testing.T) {
+	home, storeDir := t.TempDir(), t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "snapshot"), "--home", home, "--store", storeDir, "--interval", "1h", "--log-format", "json")
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the first snapshot, then let Jenkins change the home.
+	for i := 0; !strings.Contains(errb.String(), "snapshot committed"); i++ {
+		if i > 600 {
+			cmd.Process.Kill()
+			t.Fatalf("no first snapshot:\n%s", errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	testhome.Change(t, home)
+	want := selectedTree(t, home)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sidecar exit: %v\n%s", err, errb.String())
+	}
+	if n := strings.Count(out.String(), "\n"); n != 2 {
+		t.Fatalf("want 2 snapshots (first and final), got %d:\n%s", n, out.String())
+	}
+	target := t.TempDir()
+	ok(t, run(t, "restore", nil, "--home", target, "--store", storeDir))
+	same(t, "restore of the final snapshot", want, wholeTree(t, target))
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

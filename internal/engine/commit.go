@@ -105,6 +105,11 @@ func (r *restorer) commit(ctx context.Context) (err error) {
 			}
 			continue
 		}
+		if beforeMove != nil {
+			if err := beforeMove(e.Path); err != nil {
+				return err
+			}
+		}
 		if exists {
 			if err := r.displace(&j, e.Path); err != nil {
 				return err
@@ -128,6 +133,9 @@ func (r *restorer) commit(ctx context.Context) (err error) {
 	}
 	return nil
 }
+
+// beforeMove lets tests fail a commit part-way.
+var beforeMove func(rel string) error
 
 func (r *restorer) target(rel string) string {
 	return filepath.Join(r.o.Home, filepath.FromSlash(rel))

@@ -1,13 +1,17 @@
 package engine
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
@@ -473,5 +477,82 @@ func TestStoreErrorsAreClear(t *testing.T) {
 	}
 	if _, err := file.Open(filepath.Join(dir, "nope")); err == nil || !strings.Contains(err.Error(), "mkdir -p") {
 		t.Errorf("missing store dir: %v", err)
+	}
+}
+
+func TestFailureWhileMovingIntoPlaceRollsBack(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	snap(t, home, st)
+	target := t.TempDir()
+	if err := testhome.Build(target); err != nil {
+		t.Fatal(err)
+	}
+	testhome.Change(t, target)
+	before := all(t, target)
+	moves := 0
+	beforeMove = func(rel string) error {
+		if moves++; moves == 5 {
+			return errors.New("injected failure")
+		}
+		return nil
+	}
+	defer func() { beforeMove = nil }()
+	err := restore(target, st, "")
+	if err == nil || !strings.Contains(err.Error(), "left as it was") {
+		t.Fatalf("restore: %v", err)
+	}
+	// Content, types, modes and owners are back; directory mtimes moved
+	// with the renames and are not compared.
+	after := all(t, target)
+	for p, a := range after {
+		if a.Type == "d" {
+			a.MTime = 0
+			after[p] = a
+		}
+	}
+	for p, a := range before {
+		if a.Type == "d" {
+			a.MTime = 0
+			before[p] = a
+		}
+	}
+	assertSame(t, before, after)
+	assertNoStaging(t, target)
+}
+
+func TestHardLinkInArchiveIsRefused(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	res := snap(t, home, st)
+	// Replace the archive with one whose entry for a file is a hard link
+	// to /etc/passwd, and point that file's manifest entry at it.
+	var buf bytes.Buffer
+	zw, _ := zstd.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Name: "jobs/test/config.xml", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"})
+	tw.Close()
+	zw.Close()
+	if err := st.Put(context.Background(), archiveKey(res.ID), bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	rewriteManifest(t, st, res.ID, func(es []*archive.Entry) []*archive.Entry {
+		var out []*archive.Entry
+		for _, e := range es {
+			if e.HasData() && e.Path != "jobs/test/config.xml" {
+				continue // keep only the poisoned file with data
+			}
+			if e.Path == "jobs/test/config.xml" {
+				e.Offset, e.Length = 0, int64(buf.Len())
+			}
+			out = append(out, e)
+		}
+		return out
+	})
+	target := t.TempDir()
+	err := restore(target, st, "")
+	if err == nil || !strings.Contains(err.Error(), "jobs/test/config.xml") {
+		t.Fatalf("hard link accepted or error unclear: %v", err)
+	}
+	if left, _ := os.ReadDir(target); len(left) != 0 {
+		t.Errorf("target changed: %v", left)
 	}
 }
