@@ -97,6 +97,7 @@ func logText(r *rand.Rand, size int) []byte {
 func writeArchive(b *testing.B, c *archive.Compressor, files []benchFile, out *bytes.Buffer) {
 	fw := archive.NewFrameWriter(c, func(frame []byte) error {
 		out.Write(frame)
+		archive.ReleaseFrame(frame)
 		return nil
 	})
 	for i := range files {
@@ -141,7 +142,7 @@ func BenchmarkFrameWriter(b *testing.B) {
 
 func BenchmarkRangeReader(b *testing.B) {
 	files, total := benchFiles()
-	c, err := archive.NewCompressor(zstd.SpeedDefault, runtime.GOMAXPROCS(0))
+	c, err := archive.NewCompressor(zstd.SpeedFastest, runtime.GOMAXPROCS(0))
 	if err != nil {
 		b.Fatal(err)
 	}
