@@ -88,10 +88,10 @@ func Churn(dir string, opt ChurnOptions) (ChurnStats, error) {
 		ltFree: newLogText(newRNG(opt.Seed, "churn:log"), "churn", false),
 	}
 	c.stats.Entries = inv.entries
-	if err := c.run(budget); err != nil {
+	if err := errors.Join(c.run(budget), c.settleDirs()); err != nil {
 		return c.stats, fmt.Errorf("churn %s: %w", dir, err)
 	}
-	return c.stats, c.settleDirs()
+	return c.stats, nil
 }
 
 // run applies operations until budget paths have changed.
@@ -108,15 +108,23 @@ func (c *churn) run(budget int) error {
 		{0.05, c.toSymlink},
 	}
 	left := budget
-	if budget >= 4 {
-		// Every round re-modes one file: a change only mode and ctime show.
+	apply := func(op func(int) (int, error)) error {
+		// Only operations that change something advance the clock, so a
+		// round's mtimes stay within its hour.
 		c.t = c.t.Add(c.step)
-		n, err := c.chmod(left)
-		if err != nil {
-			return err
+		n, err := op(left)
+		if n == 0 {
+			c.t = c.t.Add(-c.step)
 		}
 		left -= n
 		c.stats.Touched += n
+		return err
+	}
+	if budget >= 4 {
+		// Every round re-modes one file: a change only mode and ctime show.
+		if err := apply(c.chmod); err != nil {
+			return err
+		}
 	}
 	for tries := 0; left > 0 && tries < 50*budget+100; tries++ {
 		v := c.r.Float64()
@@ -124,13 +132,9 @@ func (c *churn) run(budget int) error {
 		for ; i < len(ops)-1 && v >= ops[i].weight; i++ {
 			v -= ops[i].weight
 		}
-		c.t = c.t.Add(c.step)
-		n, err := ops[i].do(left)
-		if err != nil {
+		if err := apply(ops[i].do); err != nil {
 			return err
 		}
-		left -= n
-		c.stats.Touched += n
 	}
 	c.stats.BytesWritten = c.w.bytes
 	return nil

@@ -83,7 +83,7 @@ func Generate(dir string, opt Options) (Stats, error) {
 
 func (o Options) preset() (Preset, error) {
 	if o.Custom != nil {
-		return *o.Custom, nil
+		return *o.Custom, o.Custom.validate()
 	}
 	if o.Preset == "" {
 		return LookupPreset("tiny")
@@ -122,6 +122,12 @@ func (g *generator) units() []unit {
 	}
 	sortByCost(us)
 	return us
+}
+
+// sortByCost puts the most expensive units first so the last one to finish
+// is a small one.
+func sortByCost(units []unit) {
+	slices.SortStableFunc(units, func(a, b unit) int { return cmp.Compare(b.cost, a.cost) })
 }
 
 // runUnits runs units on workers goroutines, biggest first. It returns the

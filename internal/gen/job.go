@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -223,8 +222,4 @@ func (j jobPlan) estimate() int64 {
 		huge += h
 	}
 	return huge + int64(j.builds)*64*kib
-}
-
-func sortByCost(units []unit) {
-	slices.SortStableFunc(units, func(a, b unit) int { return int(min(max(b.cost-a.cost, -1), 1)) })
 }

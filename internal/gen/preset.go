@@ -90,3 +90,13 @@ func LookupPreset(name string) (Preset, error) {
 	}
 	return p, nil
 }
+
+func (p Preset) validate() error {
+	if p.HugeLogs > 0 && !(p.HugeMin > 0 && p.HugeMin <= p.HugeMax) {
+		return fmt.Errorf("preset %q: HugeLogs needs 0 < HugeMin <= HugeMax (have %d, %d)", p.Name, p.HugeMin, p.HugeMax)
+	}
+	if p.LogMax <= 0 {
+		return fmt.Errorf("preset %q: LogMax must be positive", p.Name)
+	}
+	return nil
+}

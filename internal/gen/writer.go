@@ -132,8 +132,8 @@ func (w *writer) random(rel string, mode fs.FileMode, mt time.Time, size int64, 
 	})
 }
 
-// stream writes a file whose content comes from fill; counting is done by
-// the caller through the returned size.
+// stream writes a file whose content comes from fill, which returns how
+// many bytes it wrote.
 func (w *writer) stream(rel string, mode fs.FileMode, mt time.Time, fill func(io.Writer) (int64, error)) error {
 	return w.create(rel, mode, mt, func(b *bufio.Writer) error {
 		n, err := fill(b)
@@ -160,7 +160,7 @@ func (w *writer) symlink(rel, target string, mt time.Time) error {
 // replaceAtomic writes rel the way Jenkins does: to rel-atomic<digits>tmp
 // first, then rename over the original (new inode, same name).
 func (w *writer) replaceAtomic(rel string, mode fs.FileMode, mt time.Time, data string, r *rng) error {
-	tmp := rel + "-atomic" + strconv.Itoa(r.between(100000, 9999999999)) + "tmp"
+	tmp := rel + "-atomic" + strconv.FormatInt(100000+r.Int64N(1e10), 10) + "tmp"
 	if err := w.file(tmp, mode, mt, data); err != nil {
 		return err
 	}
