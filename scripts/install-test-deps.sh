@@ -13,7 +13,7 @@ export GOBIN=$BIN GOFLAGS=-mod=mod
 log() { printf '== %s\n' "$*" >&2; }
 
 need_apt=()
-for pkg in zstd:zstd tar:tar restic:restic age:age; do
+for pkg in zstd:zstd tar:tar restic:restic age:age curl:curl openssl:openssl; do
   command -v "${pkg%%:*}" >/dev/null || need_apt+=("${pkg#*:}")
 done
 if ((${#need_apt[@]})); then

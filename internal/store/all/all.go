@@ -3,5 +3,9 @@
 package all
 
 import (
+	_ "github.com/homesnap/homesnap/internal/store/azure"
 	_ "github.com/homesnap/homesnap/internal/store/file"
+	_ "github.com/homesnap/homesnap/internal/store/gcs"
+	_ "github.com/homesnap/homesnap/internal/store/minio"
+	_ "github.com/homesnap/homesnap/internal/store/s3"
 )

@@ -1,0 +1,317 @@
+package store
+
+// Helpers shared by the object-storage backends: URL options, the key prefix
+// inside a bucket, error wrapping and bounded parallelism.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Common option defaults, shared so that every backend behaves alike.
+const (
+	DefaultPartSize    = 16 << 20 // bytes buffered per part/block/chunk of an upload
+	DefaultConcurrency = 4        // parts uploaded at once by one Put
+	DefaultPageSize    = 1000     // keys per List request (the S3 maximum)
+	DeleteParallelism  = 16       // single-object deletes in flight for APIs without batches
+)
+
+// Options reads the query options of a store URL. It remembers which names
+// were read so that Err can reject unknown ones: a typo in an option must
+// not silently fall back to a default.
+type Options struct {
+	u    *url.URL
+	v    url.Values
+	read map[string]bool
+	errs []error
+}
+
+// NewOptions starts reading u's query options.
+func NewOptions(u *url.URL) *Options {
+	return &Options{u: u, v: u.Query(), read: map[string]bool{}}
+}
+
+// String returns option name, or def when it is absent.
+func (o *Options) String(name, def string) string {
+	o.read[name] = true
+	if v := o.v.Get(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Bool returns option name as a boolean (true/false/1/0/yes/no).
+func (o *Options) Bool(name string, def bool) bool {
+	s := o.String(name, "")
+	switch strings.ToLower(s) {
+	case "":
+		return def
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off":
+		return false
+	}
+	o.errs = append(o.errs, fmt.Errorf("option %s=%q: want true or false", name, s))
+	return def
+}
+
+// Int returns option name as an integer in [lo, hi].
+func (o *Options) Int(name string, def, lo, hi int) int {
+	s := o.String(name, "")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		o.errs = append(o.errs, fmt.Errorf("option %s=%q: want an integer from %d to %d", name, s, lo, hi))
+		return def
+	}
+	return n
+}
+
+// Size returns option name as a byte count in [lo, hi]; it accepts plain
+// numbers and the suffixes KiB, MiB and GiB (or K, M, G).
+func (o *Options) Size(name string, def, lo, hi int64) int64 {
+	s := o.String(name, "")
+	if s == "" {
+		return def
+	}
+	n, err := parseSize(s)
+	if err != nil || n < lo || n > hi {
+		o.errs = append(o.errs, fmt.Errorf("option %s=%q: want a size from %d to %d bytes (e.g. 16MiB)", name, s, lo, hi))
+		return def
+	}
+	return n
+}
+
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	u := strings.ToUpper(strings.TrimSpace(s))
+	for _, suf := range []struct {
+		s string
+		m int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		if strings.HasSuffix(u, suf.s) {
+			u, mult = strings.TrimSpace(strings.TrimSuffix(u, suf.s)), suf.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(u, 10, 64)
+	return n * mult, err
+}
+
+// Err reports malformed options and options no backend code asked for.
+func (o *Options) Err() error {
+	errs := o.errs
+	var unknown []string
+	for name := range o.v {
+		if !o.read[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		var known []string
+		for name := range o.read {
+			known = append(known, name)
+		}
+		sort.Strings(known)
+		errs = append(errs, fmt.Errorf("unknown option %s (%s:// knows %s)", strings.Join(unknown, ", "), o.u.Scheme, strings.Join(known, ", ")))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &Error{Op: "open", Store: Redact((&url.URL{Scheme: o.u.Scheme, Host: o.u.Host, Path: o.u.Path}).String()), Err: errors.Join(errs...)}
+}
+
+// Prefix is a store's key prefix inside its bucket or container: empty, or
+// slash-separated segments ending in "/".
+type Prefix string
+
+// CleanPrefix turns the path of a store URL into a Prefix.
+func CleanPrefix(p string) Prefix {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return ""
+	}
+	return Prefix(p + "/")
+}
+
+// Key is the full object name of key.
+func (p Prefix) Key(key string) string { return string(p) + key }
+
+// Trim turns a full object name back into a key.
+func (p Prefix) Trim(name string) string { return strings.TrimPrefix(name, string(p)) }
+
+// BucketURL splits a bucket URL (scheme://bucket/prefix) into its bucket
+// and prefix, and returns the name the store uses in messages.
+func BucketURL(u *url.URL, what string) (bucket string, prefix Prefix, name string, err error) {
+	bucket, prefix = u.Host, CleanPrefix(u.Path)
+	name = u.Scheme + "://" + bucket + "/" + strings.TrimSuffix(string(prefix), "/")
+	if bucket == "" {
+		return "", "", "", &Error{Op: "open", Store: name, Err: fmt.Errorf("no %s name: use %s://%s-name/optional/prefix", what, u.Scheme, what)}
+	}
+	return bucket, prefix, strings.TrimSuffix(name, "/"), nil
+}
+
+// CheckKey rejects keys that are not clean relative slash paths, the same
+// rule for every backend so that a key valid on one store is valid on all.
+func CheckKey(key string) error {
+	if key == "" || key == "." || strings.HasPrefix(key, "/") || path.Clean(key) != key || key == ".." || strings.HasPrefix(key, "../") {
+		return fmt.Errorf("invalid key %q: want a relative slash-separated path", key)
+	}
+	return nil
+}
+
+// Fail builds the *Error for op on key. kind, when not nil, is the sentinel
+// (ErrNotExist, ErrPrecondition) the failure means; hint, when not empty,
+// says what went wrong and what to do, and is shown in place of kind.
+func Fail(op, store, key string, kind error, hint string, err error) error {
+	switch {
+	case hint != "":
+		err = &cause{kind: kind, err: fmt.Errorf("%s (%w)", hint, err)}
+	case kind != nil && !errors.Is(err, kind):
+		err = fmt.Errorf("%w: %w", kind, err)
+	}
+	return &Error{Op: op, Store: store, Key: key, Err: err}
+}
+
+// cause is an error that matches kind without repeating its text.
+type cause struct{ kind, err error }
+
+func (c *cause) Error() string { return c.err.Error() }
+
+func (c *cause) Unwrap() []error {
+	if c.kind == nil {
+		return []error{c.err}
+	}
+	return []error{c.kind, c.err}
+}
+
+// MissingBucket is the hint for a bucket or container that does not exist:
+// almost always a typo in --store or a bucket nobody created yet.
+func MissingBucket(what, name string) string {
+	return fmt.Sprintf("%s %q does not exist: create it or fix --store", what, name)
+}
+
+// Parallel calls fn for every key with at most n calls in flight and
+// returns the first error.
+func Parallel(ctx context.Context, n int, keys []string, fn func(ctx context.Context, key string) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
+	for _, key := range keys {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, key) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// ContextReader ends a long read with ctx's error once ctx is done, for
+// uploaders that would otherwise drain the whole reader before noticing.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Retext shows err as msg while still unwrapping to it: SDK errors can be
+// long multi-line dumps that bury the one line a user needs.
+func Retext(msg string, err error) error { return &retext{msg, err} }
+
+type retext struct {
+	msg string
+	err error
+}
+
+func (e *retext) Error() string { return e.msg }
+func (e *retext) Unwrap() error { return e.err }
+
+// Reopen opens an object's bytes from offset on (length < 0: to the end).
+type Reopen func(ctx context.Context, offset, length int64) (io.ReadCloser, error)
+
+// resumeTries bounds the reopens of a read that makes no progress.
+const resumeTries = 5
+
+// Resume wraps body, the bytes of [offset, offset+length), so that a read
+// that fails mid-body (a dropped connection) reopens the object where it
+// broke: SDKs retry requests, not reads of a body they already returned.
+// reopen must pin the object's version (If-Match), so that a resumed read
+// never mixes two versions. fail turns a read error into the backend's
+// *Error.
+func Resume(ctx context.Context, body io.ReadCloser, offset, length int64, reopen Reopen, fail func(error) error) io.ReadCloser {
+	return &resumer{ctx: ctx, body: body, pos: offset, left: length, reopen: reopen, fail: fail}
+}
+
+type resumer struct {
+	ctx    context.Context
+	body   io.ReadCloser
+	pos    int64
+	left   int64 // < 0: to the end
+	failed int   // reopens since the last progress
+	reopen Reopen
+	fail   func(error) error
+}
+
+func (r *resumer) Read(p []byte) (int, error) {
+	for {
+		n, err := r.body.Read(p)
+		r.pos += int64(n)
+		if r.left >= 0 {
+			r.left -= int64(n)
+		}
+		if n > 0 {
+			r.failed = 0
+		}
+		switch {
+		case err == nil || err == io.EOF:
+			return n, err
+		case r.left == 0:
+			return n, io.EOF // everything arrived before the break
+		case r.ctx.Err() != nil || r.failed >= resumeTries:
+			var se *Error
+			if !errors.As(err, &se) {
+				err = r.fail(err)
+			}
+			return n, err
+		}
+		r.failed++
+		r.body.Close()
+		body, rerr := r.reopen(r.ctx, r.pos, r.left)
+		if rerr != nil {
+			r.body = io.NopCloser(errReader{rerr})
+			return n, rerr
+		}
+		r.body = body
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (r *resumer) Close() error { return r.body.Close() }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestOptions(t *testing.T) {
+	u, _ := url.Parse("s3://b/p?part_size=8MiB&n=3&flag=yes&typo=1")
+	o := NewOptions(u)
+	if got := o.Size("part_size", 0, 0, 1<<30); got != 8<<20 {
+		t.Errorf("Size = %d", got)
+	}
+	if got := o.Int("n", 1, 0, 10); got != 3 {
+		t.Errorf("Int = %d", got)
+	}
+	if !o.Bool("flag", false) || o.String("absent", "def") != "def" {
+		t.Errorf("Bool/String defaults wrong")
+	}
+	err := o.Err()
+	if err == nil || !strings.Contains(err.Error(), "unknown option typo") || !strings.Contains(err.Error(), "part_size") {
+		t.Errorf("Err = %v, want the unknown option named with the known ones", err)
+	}
+	u, _ = url.Parse("s3://b/p?n=11&part_size=1X")
+	o = NewOptions(u)
+	o.Int("n", 1, 0, 10)
+	o.Size("part_size", 0, 0, 1<<30)
+	if err := o.Err(); err == nil || !strings.Contains(err.Error(), "option n=") || !strings.Contains(err.Error(), "option part_size=") {
+		t.Errorf("Err = %v, want both bad values named", err)
+	}
+}
+
+func TestPrefixAndKeys(t *testing.T) {
+	for in, want := range map[string]Prefix{"": "", "/": "", "/a/b/": "a/b/", "a": "a/"} {
+		if got := CleanPrefix(in); got != want {
+			t.Errorf("CleanPrefix(%q) = %q, want %q", in, got, want)
+		}
+	}
+	p := CleanPrefix("x")
+	if p.Key("k") != "x/k" || p.Trim("x/k") != "k" {
+		t.Errorf("Key/Trim wrong")
+	}
+	for _, bad := range []string{"", "/a", "a//b", "a/", "../a", "a/../b", "."} {
+		if CheckKey(bad) == nil {
+			t.Errorf("CheckKey(%q) = nil", bad)
+		}
+	}
+	if err := CheckKey("jobs/a b/ü+x"); err != nil {
+		t.Error(err)
+	}
+	u, _ := url.Parse("gs://bucket/a/b/")
+	if b, p, name, err := BucketURL(u, "bucket"); b != "bucket" || p != "a/b/" || name != "gs://bucket/a/b" || err != nil {
+		t.Errorf("BucketURL = %q %q %q %v", b, p, name, err)
+	}
+}
+
+func TestFail(t *testing.T) {
+	orig := errors.New("sdk: 404 NoSuchBucket")
+	err := Fail("get", "s3://b", "k", ErrNotExist, MissingBucket("bucket", "b"), Retext("short", orig))
+	if !errors.Is(err, ErrNotExist) || !errors.Is(err, orig) {
+		t.Errorf("Fail lost a wrapped error: %v", err)
+	}
+	if want := `get s3://b/k: bucket "b" does not exist: create it or fix --store (short)`; err.Error() != want {
+		t.Errorf("message\n%s, want\n%s", err, want)
+	}
+	err = Fail("swap", "s3://b", "k", ErrPrecondition, "", orig)
+	if !errors.Is(err, ErrPrecondition) || !strings.Contains(err.Error(), "precondition failed") {
+		t.Errorf("Fail = %v", err)
+	}
+}
+
+// brokenBody returns its bytes in one read, then the error.
+type brokenBody struct {
+	data string
+	err  error
+}
+
+func (b *brokenBody) Read(p []byte) (int, error) {
+	if b.data == "" {
+		return 0, b.err
+	}
+	n := copy(p, b.data)
+	b.data = b.data[n:]
+	return n, nil
+}
+
+func (b *brokenBody) Close() error { return nil }
+
+func TestResume(t *testing.T) {
+	const obj = "0123456789abcdefghij"
+	cut := errors.New("connection reset")
+	// Every body breaks after 3 bytes.
+	open := func(off, n int64) io.ReadCloser {
+		end := int64(len(obj))
+		if n >= 0 {
+			end = min(off+n, end)
+		}
+		part := obj[off:end]
+		if len(part) > 3 {
+			return &brokenBody{part[:3], cut}
+		}
+		return &brokenBody{part, io.EOF}
+	}
+	reopen := func(_ context.Context, off, n int64) (io.ReadCloser, error) { return open(off, n), nil }
+	fail := func(err error) error { return &Error{Op: "get", Store: "x", Key: "k", Err: err} }
+	for _, c := range [][2]int64{{0, -1}, {5, 10}, {2, 3}} {
+		r := Resume(context.Background(), open(c[0], c[1]), c[0], c[1], reopen, fail)
+		got, err := io.ReadAll(r)
+		want := obj[c[0]:]
+		if c[1] >= 0 {
+			want = want[:c[1]]
+		}
+		if err != nil || string(got) != want {
+			t.Errorf("Resume(%d, %d) = %q, %v; want %q", c[0], c[1], got, err, want)
+		}
+	}
+	// A body that never makes progress gives up with a *Error.
+	dead := func(context.Context, int64, int64) (io.ReadCloser, error) { return &brokenBody{"", cut}, nil }
+	_, err := io.ReadAll(Resume(context.Background(), &brokenBody{"", cut}, 0, -1, dead, fail))
+	var se *Error
+	if !errors.Is(err, cut) || !errors.As(err, &se) {
+		t.Errorf("dead body: %v, want the cut wrapped in *Error", err)
+	}
+}

@@ -1,0 +1,318 @@
+// Package minio stores objects on any S3-compatible server with minio-go:
+//
+//	minio://HOST:PORT/BUCKET/PREFIX?secure=false
+//	minio://ACCESS:SECRET@HOST:PORT/BUCKET/PREFIX
+//
+// Static keys come from the URL's user info, AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), or MINIO_ACCESS_KEY and
+// MINIO_SECRET_KEY. Options: secure (TLS, default true), ca_file, region,
+// path_style, part_size, upload_concurrency, list_page_size, max_attempts.
+package minio
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+func init() {
+	store.Register("minio", func(ctx context.Context, u *url.URL) (store.Store, error) { return Open(ctx, u) })
+}
+
+// creds tells the user where this backend's credentials come from.
+const creds = "the store URL's user info, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or MINIO_ACCESS_KEY/MINIO_SECRET_KEY"
+
+// Store is a bucket, or a prefix inside one, on an S3-compatible server.
+type Store struct {
+	client      *minio.Client
+	bucket      string
+	prefix      store.Prefix
+	name        string
+	partSize    uint64
+	concurrency uint
+	pageSize    int
+	bufs        sync.Pool // of *[]byte of partSize, reused between Puts
+}
+
+// Open opens the store named by u.
+func Open(ctx context.Context, u *url.URL) (*Store, error) {
+	bucket, rest, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	prefix := store.CleanPrefix(rest)
+	name := strings.TrimSuffix("minio://"+u.Host+"/"+bucket+"/"+string(prefix), "/")
+	fail := func(err error) error { return &store.Error{Op: "open", Store: name, Err: err} }
+	if u.Host == "" || bucket == "" {
+		return nil, fail(errors.New("want minio://HOST:PORT/BUCKET/optional/prefix"))
+	}
+	o := store.NewOptions(u)
+	secure := o.Bool("secure", true)
+	caFile := o.String("ca_file", "")
+	pathStyle := o.Bool("path_style", true)
+	s := &Store{
+		bucket:      bucket,
+		prefix:      prefix,
+		name:        name,
+		partSize:    uint64(o.Size("part_size", store.DefaultPartSize, 5<<20, 5<<30)),
+		concurrency: uint(o.Int("upload_concurrency", store.DefaultConcurrency, 1, 64)),
+		pageSize:    o.Int("list_page_size", store.DefaultPageSize, 1, 1000),
+	}
+	s.bufs.New = func() any { b := make([]byte, s.partSize); return &b }
+	opts := &minio.Options{
+		Secure:     secure,
+		Region:     o.String("region", "us-east-1"), // set, so no GetBucketLocation round trip
+		MaxRetries: o.Int("max_attempts", 10, 1, 100),
+	}
+	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	if pathStyle {
+		opts.BucketLookup = minio.BucketLookupPath
+	}
+	opts.Creds = staticCreds(u)
+	if opts.Creds == nil {
+		return nil, fail(errors.New("no credentials: set " + creds))
+	}
+	if caFile != "" {
+		tr, err := minio.DefaultTransport(secure)
+		if err != nil {
+			return nil, fail(err)
+		}
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fail(fmt.Errorf("option ca_file: %w", err))
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fail(fmt.Errorf("option ca_file: no PEM certificate in %s", caFile))
+		}
+		tr.TLSClientConfig.RootCAs = pool
+		opts.Transport = tr
+	}
+	client, err := minio.New(u.Host, opts)
+	if err != nil {
+		return nil, fail(err)
+	}
+	s.client = client
+	if err := s.probe(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func staticCreds(u *url.URL) *credentials.Credentials {
+	if u.User != nil {
+		secret, _ := u.User.Password()
+		return credentials.NewStaticV4(u.User.Username(), secret, "")
+	}
+	if k, s := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"); k != "" && s != "" {
+		return credentials.NewStaticV4(k, s, os.Getenv("AWS_SESSION_TOKEN"))
+	}
+	if k, s := os.Getenv("MINIO_ACCESS_KEY"), os.Getenv("MINIO_SECRET_KEY"); k != "" && s != "" {
+		return credentials.NewStaticV4(k, s, "")
+	}
+	return nil
+}
+
+// probe lists one key so that a missing bucket or bad credentials fail at
+// open; an identity that may not list passes (restore needs no listing).
+func (s *Store) probe(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: string(s.prefix), Recursive: true, MaxKeys: 1}) {
+		if o.Err != nil && minio.ToErrorResponse(o.Err).Code != "AccessDenied" {
+			return s.fail("open", "", o.Err)
+		}
+		break
+	}
+	return nil
+}
+
+func (s *Store) String() string { return s.name }
+
+func (s *Store) Close() error { return nil }
+
+func (s *Store) fail(op, key string, err error) error {
+	kind, hint := store.S3Cause(minio.ToErrorResponse(err).Code, s.bucket, creds)
+	return store.Fail(op, s.name, key, kind, hint, err)
+}
+
+func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
+	if err := store.CheckKey(key); err != nil {
+		return s.fail("put", key, err)
+	}
+	name := s.prefix.Key(key)
+	r = store.ContextReader(ctx, r)
+	// An object that fits one part goes up in one request: minio-go would
+	// allocate all its part buffers even for a few bytes.
+	bp := s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(bp)
+	first := *bp
+	n, err := io.ReadFull(r, first)
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		_, err = s.client.PutObject(ctx, s.bucket, name, bytes.NewReader(first[:n]), int64(n), minio.PutObjectOptions{})
+	case nil:
+		// Size -1 streams: minio-go fills concurrency buffers of partSize
+		// and uploads them in parallel; objects may reach 10000 × part_size.
+		_, err = s.client.PutObject(ctx, s.bucket, name, io.MultiReader(bytes.NewReader(first), r), -1, minio.PutObjectOptions{
+			PartSize: s.partSize, NumThreads: s.concurrency, ConcurrentStreamParts: true,
+		})
+	}
+	if err != nil {
+		// minio-go aborts with the caller's context, which may be the very
+		// thing that was cancelled: clean up with a fresh one.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		s.client.RemoveIncompleteUpload(actx, s.bucket, name)
+		return s.fail("put", key, err)
+	}
+	return nil
+}
+
+func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if err := store.CheckKey(key); err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	body, etag, err := s.open(ctx, key, offset, length, "")
+	if err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	fail := func(err error) error { return s.fail("get", key, err) }
+	return store.Resume(ctx, body, offset, length, func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		body, _, err := s.open(ctx, key, offset, length, etag)
+		if err != nil {
+			return nil, fail(err)
+		}
+		return body, nil
+	}, fail), nil
+}
+
+// open requests length bytes of key from offset, of version etag if not
+// empty, and returns them with the object's ETag.
+func (s *Store) open(ctx context.Context, key string, offset, length int64, etag string) (io.ReadCloser, string, error) {
+	name := s.prefix.Key(key)
+	var opts minio.GetObjectOptions
+	if etag != "" {
+		opts.SetMatchETag(etag)
+	}
+	switch {
+	case length > 0:
+		opts.SetRange(offset, offset+length-1)
+	case offset > 0:
+		opts.SetRange(offset, 0)
+	}
+	if length != 0 {
+		body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, name, opts)
+		if err == nil {
+			return body, info.ETag, nil
+		}
+		if minio.ToErrorResponse(err).Code != "InvalidRange" {
+			return nil, "", err
+		}
+	}
+	// Nothing to read (length 0, or offset at or past the end): an empty
+	// body, if the object exists.
+	var sopts minio.StatObjectOptions
+	if etag != "" {
+		sopts.SetMatchETag(etag)
+	}
+	info, err := s.client.StatObject(ctx, s.bucket, name, sopts)
+	if err != nil {
+		return nil, "", err
+	}
+	return io.NopCloser(strings.NewReader("")), info.ETag, nil
+}
+
+func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops minio-go's listing goroutine when fn fails
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix.Key(prefix), Recursive: true, MaxKeys: s.pageSize}) {
+		if o.Err != nil {
+			return s.fail("list", prefix, o.Err)
+		}
+		if err := fn(store.Object{Key: s.prefix.Trim(o.Key), Size: o.Size, Modified: o.LastModified}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) Delete(ctx context.Context, keys ...string) error {
+	for _, key := range keys {
+		if err := store.CheckKey(key); err != nil {
+			return s.fail("delete", key, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	objs := make(chan minio.ObjectInfo)
+	go func() {
+		defer close(objs)
+		for _, key := range keys {
+			select {
+			case objs <- minio.ObjectInfo{Key: s.prefix.Key(key)}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	// RemoveObjects sends DeleteObjects requests of up to 1000 keys.
+	for e := range s.client.RemoveObjects(ctx, s.bucket, objs, minio.RemoveObjectsOptions{}) {
+		if minio.ToErrorResponse(e.Err).Code != "NoSuchKey" {
+			return s.fail("delete", s.prefix.Trim(e.ObjectName), e.Err)
+		}
+	}
+	return ctx.Err()
+}
+
+func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
+	if err := store.CheckKey(key); err != nil {
+		return nil, "", s.fail("load", key, err)
+	}
+	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix.Key(key), minio.GetObjectOptions{})
+	if err != nil {
+		return nil, "", s.fail("load", key, err)
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, "", s.fail("load", key, err)
+	}
+	return data, store.Version(info.ETag), nil
+}
+
+func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
+	if err := store.CheckKey(key); err != nil {
+		return "", s.fail("swap", key, err)
+	}
+	var opts minio.PutObjectOptions
+	if old == "" {
+		opts.SetMatchETagExcept("*")
+	} else {
+		opts.SetMatchETag(string(old))
+	}
+	info, err := s.client.PutObject(ctx, s.bucket, s.prefix.Key(key), bytes.NewReader(data), int64(len(data)), opts)
+	if err != nil {
+		if old != "" && minio.ToErrorResponse(err).Code == "NoSuchKey" {
+			// If-Match on an object deleted meanwhile: the swap lost.
+			return "", store.Fail("swap", s.name, key, store.ErrPrecondition, "", err)
+		}
+		return "", s.fail("swap", key, err)
+	}
+	return store.Version(info.ETag), nil
+}

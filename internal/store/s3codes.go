@@ -1,0 +1,29 @@
+package store
+
+import "fmt"
+
+// S3Cause explains an S3 error code for the two backends that speak the S3
+// protocol (s3 and minio): kind is the sentinel the code means, if any, and
+// hint says what went wrong and what to do. creds names where the backend
+// takes its credentials from.
+func S3Cause(code, bucket, creds string) (kind error, hint string) {
+	switch code {
+	case "NoSuchKey", "NotFound":
+		return ErrNotExist, ""
+	case "NoSuchBucket":
+		return ErrNotExist, MissingBucket("bucket", bucket)
+	case "PreconditionFailed", "ConditionalRequestConflict":
+		return ErrPrecondition, ""
+	case "InvalidAccessKeyId", "XAdminUserNotFound": // the latter from versitygw
+		return nil, "the access key is not known to the server: check " + creds
+	case "SignatureDoesNotMatch":
+		return nil, "the secret key does not match the access key: check " + creds
+	case "ExpiredToken", "TokenRefreshRequired", "InvalidToken":
+		return nil, "the session token is invalid or expired: refresh the credentials (" + creds + ")"
+	case "AccessDenied", "AllAccessDisabled", "AccountProblem":
+		return nil, fmt.Sprintf("access denied: allow the identity from %s to get, put, delete and list objects in bucket %q", creds, bucket)
+	case "PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException":
+		return nil, fmt.Sprintf("bucket %q is in another region: set region= in the store URL or AWS_REGION", bucket)
+	}
+	return nil, ""
+}

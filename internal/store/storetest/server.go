@@ -1,0 +1,84 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// ServersEnv is set to 1 by the project's test command after it started the
+// test servers: then a missing server fails the test instead of skipping it.
+const ServersEnv = "HOMESNAP_TEST_SERVERS"
+
+const howToStart = `start the test servers with: eval "$(scripts/start-servers.sh)" (stop them with scripts/stop-servers.sh)`
+
+// Server returns the value of the environment variable env, which says where
+// the test server name listens (a URL, host:port or a connection string
+// holding one), after checking that something answers there. Without a
+// server the test is skipped, so that `go test ./...` passes on a machine
+// without them, unless HOMESNAP_TEST_SERVERS=1 says they should be running:
+// then it fails.
+func Server(t testing.TB, name, env string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		missing(t, "%s: %s is not set; %s", name, env, howToStart)
+	}
+	addr := hostPort.FindStringSubmatch(v)
+	if addr == nil {
+		t.Fatalf("%s: %s=%q names no host:port", name, env, v)
+	}
+	c, err := net.DialTimeout("tcp", addr[1], 3*time.Second)
+	if err != nil {
+		missing(t, "%s is not reachable at %s (%s=%q): %v; %s", name, addr[1], env, v, err, howToStart)
+	}
+	c.Close()
+	return v
+}
+
+var hostPort = regexp.MustCompile(`(?:^|://|=)([A-Za-z0-9.\-]+:\d+)`)
+
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(ServersEnv) == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format+" (%s=1 turns this skip into a failure)", append(args, ServersEnv)...)
+}
+
+// Prefix returns a key prefix unique to this test run, so that runs sharing
+// a bucket do not collide.
+func Prefix(t testing.TB) string {
+	return "homesnap-test/" + time.Now().UTC().Format("20060102-150405") + "-" + randomHex(4)
+}
+
+// FailsFast checks that open fails within limit (no minutes of retries) with
+// an error whose message contains every string in want.
+func FailsFast(t *testing.T, limit time.Duration, open func(ctx context.Context) (store.Store, error), want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*limit)
+	defer cancel()
+	start := time.Now()
+	s, err := open(ctx)
+	took := time.Since(start)
+	if err == nil {
+		s.Close()
+		t.Fatalf("open succeeded, want an error mentioning %q", want)
+	}
+	t.Logf("error after %v: %v", took.Round(time.Millisecond), err)
+	if took > limit || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("open failed after %v, want under %v", took, limit)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("message %q does not mention %q", err, w)
+		}
+	}
+}
