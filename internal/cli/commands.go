@@ -125,6 +125,8 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	if cfg.Once {
+		ctx, cancel := withTimeout(ctx, cfg.Timeout)
+		defer cancel()
 		return once(ctx)
 	}
 	log.Info().Dur("interval", cfg.Interval).Str("store", st.String()).Msg("snapshot sidecar started")
@@ -171,6 +173,8 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.List {
 		return list(ctx, st, stdout, log)
 	}
+	ctx, cancel := withTimeout(ctx, cfg.Timeout)
+	defer cancel()
 	res, err := engine.Restore(ctx, engine.RestoreOptions{
 		Home: cfg.Home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Log: log,
 	})
@@ -185,6 +189,14 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	log.Info().Str("snapshot", res.ID).Str("home", cfg.Home).Int64("entries", res.Entries).Int64("files", res.Files).
 		Int64("bytes", res.Bytes).Int64("fetched_bytes", res.Fetched).Dur("elapsed", res.Elapsed).Msg("restore complete")
 	return nil
+}
+
+// withTimeout bounds an operation when a timeout is set.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 func list(ctx context.Context, st store.Store, stdout io.Writer, log zerolog.Logger) error {

@@ -21,11 +21,12 @@ import (
 // flag wins. Tags carry the full variable name: envconfig would otherwise
 // fall back to the unprefixed name, and $HOME is not the Jenkins home.
 type Common struct {
-	Home      string `envconfig:"HOMESNAP_HOME" flag:"home" desc:"Jenkins home to snapshot or restore into (default $JENKINS_HOME)"`
-	Store     string `envconfig:"HOMESNAP_STORE" flag:"store" desc:"store URL: a directory, file:///path, s3://, minio://, gs://, azblob://"`
-	Jobs      int    `envconfig:"HOMESNAP_JOBS" flag:"jobs" desc:"parallel workers (0: automatic)"`
-	LogLevel  string `envconfig:"HOMESNAP_LOG_LEVEL" default:"info" flag:"log-level" desc:"debug, info, warn or error"`
-	LogFormat string `envconfig:"HOMESNAP_LOG_FORMAT" default:"auto" flag:"log-format" desc:"json, console, or auto (console on a terminal)"`
+	Home      string        `envconfig:"HOMESNAP_HOME" flag:"home" desc:"Jenkins home to snapshot or restore into (default $JENKINS_HOME)"`
+	Store     string        `envconfig:"HOMESNAP_STORE" flag:"store" desc:"store URL: a directory, file:///path, s3://, minio://, gs://, azblob://"`
+	Jobs      int           `envconfig:"HOMESNAP_JOBS" flag:"jobs" desc:"parallel workers (0: automatic)"`
+	Timeout   time.Duration `envconfig:"HOMESNAP_TIMEOUT" flag:"timeout" desc:"give up on a restore or a --once snapshot after this long (0: never)"`
+	LogLevel  string        `envconfig:"HOMESNAP_LOG_LEVEL" default:"info" flag:"log-level" desc:"debug, info, warn or error"`
+	LogFormat string        `envconfig:"HOMESNAP_LOG_FORMAT" default:"auto" flag:"log-format" desc:"json, console, or auto (console on a terminal)"`
 }
 
 // errHelp is returned after --help was printed.
