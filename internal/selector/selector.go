@@ -11,6 +11,7 @@ package selector
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -160,8 +161,14 @@ func coveredBy(pats []pattern, comps []string) bool {
 	return false
 }
 
-// match reports whether the components match the pattern exactly.
+// match reports whether the components match the pattern exactly. It runs
+// for every path of a walk, so it avoids path.Match where it can: a
+// pattern without "**" needs as many components as the path, and a
+// component without glob characters is compared as a string.
 func match(p pattern, comps []string) bool {
+	if len(p) != len(comps) && !slices.Contains(p, "**") {
+		return false
+	}
 	for len(p) > 0 {
 		if p[0] == "**" {
 			for i := 0; i <= len(comps); i++ {
@@ -174,12 +181,20 @@ func match(p pattern, comps []string) bool {
 		if len(comps) == 0 {
 			return false
 		}
-		if ok, _ := path.Match(p[0], comps[0]); !ok {
+		if !matchComponent(p[0], comps[0]) {
 			return false
 		}
 		p, comps = p[1:], comps[1:]
 	}
 	return len(comps) == 0
+}
+
+func matchComponent(pat, name string) bool {
+	if !strings.ContainsAny(pat, `*?[\`) {
+		return pat == name
+	}
+	ok, _ := path.Match(pat, name)
+	return ok
 }
 
 // matchPrefix reports whether some path starting with comps can match p,
@@ -192,7 +207,7 @@ func matchPrefix(p pattern, comps []string) bool {
 		if p[0] == "**" {
 			return true
 		}
-		if ok, _ := path.Match(p[0], comps[0]); !ok {
+		if !matchComponent(p[0], comps[0]) {
 			return false
 		}
 		p, comps = p[1:], comps[1:]
