@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ type ManifestWriter struct {
 	n      int64
 	totals Totals
 	seen   map[string]bool
+	line   []byte
 }
 
 // NewManifestWriter writes hdr and returns a writer for the entries.
@@ -87,7 +89,9 @@ func (m *ManifestWriter) Write(e *Entry) error {
 		m.seen[e.Archive] = true
 		m.totals.Archives = append(m.totals.Archives, e.Archive)
 	}
-	return m.enc.Encode(e)
+	m.line = appendEntry(m.line[:0], e)
+	_, err := m.bw.Write(m.line)
+	return err
 }
 
 // Close writes the trailer and flushes; new and newBytes describe what this
@@ -113,11 +117,12 @@ var ErrCorrupt = errors.New("corrupt")
 // and that the trailer is present.
 type ManifestReader struct {
 	zr     *zstd.Decoder
-	dec    *json.Decoder
+	br     *bufio.Reader
 	Header Header
 	Totals *Totals // set once Next has returned io.EOF
 	last   string
 	n      int64
+	long   []byte // a line longer than br's buffer
 }
 
 // NewManifestReader reads the header from r.
@@ -126,8 +131,12 @@ func NewManifestReader(r io.Reader) (*ManifestReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &ManifestReader{zr: zr, dec: json.NewDecoder(bufio.NewReaderSize(zr, 256<<10))}
-	if err := m.dec.Decode(&m.Header); err != nil {
+	m := &ManifestReader{zr: zr, br: bufio.NewReaderSize(zr, 256<<10)}
+	line, err := m.readLine()
+	if err == nil {
+		err = json.Unmarshal(line, &m.Header)
+	}
+	if err != nil {
 		zr.Close()
 		return nil, fmt.Errorf("%w manifest header: %v", ErrCorrupt, err)
 	}
@@ -138,29 +147,49 @@ func NewManifestReader(r io.Reader) (*ManifestReader, error) {
 	return m, nil
 }
 
-// line is one decoded manifest line: an entry or the trailer.
-type line struct {
-	Entry
-	End *Totals `json:"end"`
+// readLine returns the next whole line; it is valid until the next call.
+func (m *ManifestReader) readLine() ([]byte, error) {
+	line, err := m.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		m.long = append(m.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = m.br.ReadSlice('\n')
+			m.long = append(m.long, line...)
+		}
+		line = m.long
+	}
+	if errors.Is(err, io.EOF) {
+		return nil, io.ErrUnexpectedEOF // every line, the trailer too, ends in a newline
+	}
+	return line, err
 }
+
+var trailerPrefix = []byte(`{"end":`)
 
 // Next returns the next entry, or io.EOF after a complete manifest.
 func (m *ManifestReader) Next() (*Entry, error) {
-	var l line
-	if err := m.dec.Decode(&l); err != nil {
-		if errors.Is(err, io.EOF) {
+	line, err := m.readLine()
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%w manifest: truncated after %d entries (no trailer)", ErrCorrupt, m.n)
 		}
 		return nil, fmt.Errorf("%w manifest after entry %d: %v", ErrCorrupt, m.n, err)
 	}
-	if l.End != nil {
-		if l.End.Entries != m.n {
-			return nil, fmt.Errorf("%w manifest: trailer counts %d entries, read %d", ErrCorrupt, l.End.Entries, m.n)
+	if bytes.HasPrefix(line, trailerPrefix) {
+		var t trailer
+		if err := json.Unmarshal(line, &t); err != nil || t.End == nil {
+			return nil, fmt.Errorf("%w manifest trailer: %v", ErrCorrupt, err)
 		}
-		m.Totals = l.End
+		if t.End.Entries != m.n {
+			return nil, fmt.Errorf("%w manifest: trailer counts %d entries, read %d", ErrCorrupt, t.End.Entries, m.n)
+		}
+		m.Totals = t.End
 		return nil, io.EOF
 	}
-	e := &l.Entry
+	e := new(Entry)
+	if err := parseEntry(line, e); err != nil {
+		return nil, fmt.Errorf("%w manifest after entry %d: %v", ErrCorrupt, m.n, err)
+	}
 	if err := CheckPath(e.Path); err != nil {
 		return nil, fmt.Errorf("%w manifest: %v", ErrCorrupt, err)
 	}
@@ -193,5 +222,7 @@ func (m *ManifestReader) Close() { m.zr.Close() }
 func (m *ManifestWriter) ForceWrite(e *Entry) error {
 	m.n++
 	m.totals.Entries++
-	return m.enc.Encode(e)
+	m.line = appendEntry(m.line[:0], e)
+	_, err := m.bw.Write(m.line)
+	return err
 }
