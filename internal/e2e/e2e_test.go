@@ -214,6 +214,17 @@ func TestUnreadableFileFailsTheSnapshot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(storeDir, "head.json")); err == nil {
 		t.Error("a snapshot was committed despite the error")
 	}
+
+	// A store the user cannot write to.
+	os.Remove(home + "/secrets/master.key")
+	readOnly := filepath.Join(base, "read-only-store")
+	os.Mkdir(readOnly, 0o755) // root's
+	cmd = exec.Command(filepath.Join(bin, "snapshot"), "--once", "--home", home, "--store", readOnly)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), readOnly) || !strings.Contains(string(out), "permission denied") {
+		t.Errorf("unwritable store: err=%v, output does not name the store and the cause:\n%s", err, out)
+	}
 }
 
 // TestSidecarTakesAFinalSnapshotOnSIGTERM runs the snapshot command as a
