@@ -15,7 +15,7 @@ import (
 // is cut: big enough for a good ratio, small enough that several frames in
 // flight stay within the memory budget and a ranged read fetches little
 // more than it needs.
-const FrameSize = 4 << 20
+const FrameSize = 2 << 20
 
 // Level names a compression level.
 type Level = zstd.EncoderLevel

@@ -123,6 +123,9 @@ type ManifestReader struct {
 	last   string
 	n      int64
 	long   []byte // a line longer than br's buffer
+	// archives interns archive IDs: a manifest names few archives, and a
+	// restore holds every entry in memory.
+	archives map[string]string
 }
 
 // NewManifestReader reads the header from r.
@@ -208,6 +211,14 @@ func (m *ManifestReader) Next() (*Entry, error) {
 		}
 	default:
 		return nil, fmt.Errorf("%w manifest: %q has unknown type %q", ErrCorrupt, e.Path, e.Type)
+	}
+	if id, ok := m.archives[e.Archive]; ok {
+		e.Archive = id
+	} else if e.Archive != "" {
+		if m.archives == nil {
+			m.archives = map[string]string{}
+		}
+		m.archives[e.Archive] = e.Archive
 	}
 	m.last = e.Path
 	m.n++

@@ -29,7 +29,7 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer stop()
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft ceiling that keeps the sidecar small; GOMEMLIMIT overrides.
-		debug.SetMemoryLimit(100 << 20)
+		debug.SetMemoryLimit(80 << 20)
 	}
 	if p := os.Getenv("HOMESNAP_CPUPROFILE"); p != "" { // for profiling runs
 		if f, err := os.Create(p); err == nil {

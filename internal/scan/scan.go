@@ -1,5 +1,10 @@
 // Package scan walks a home and reports the selected paths with their
 // metadata, in archive.ComparePaths order, without following symlinks.
+//
+// The walk is depth first, as the order requires, but directory listings
+// and the stat of every entry are fetched ahead by a few workers: with a
+// cold cache each of those waits on the disk, and a sequential walk would
+// wait for them one by one.
 package scan
 
 import (
@@ -11,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -26,6 +32,13 @@ const ReservedPrefix = ".homesnap-"
 // that vanished while walking) so that callers can log them.
 type Skipped func(rel, why string)
 
+const (
+	prefetchWorkers = 8
+	// prefetchBudget bounds the entries listed ahead of the walk, and so
+	// the memory the prefetching holds.
+	prefetchBudget = 50000
+)
+
 // Walk calls fn for every selected path below home, parents first, in
 // archive.ComparePaths order. Directories that are not selected themselves
 // but lead to selected paths are reported with Implied set, just before
@@ -35,44 +48,231 @@ func Walk(ctx context.Context, home string, sel *selector.Selector, skipped Skip
 	if skipped == nil {
 		skipped = func(string, string) {}
 	}
-	fd, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open home %s: %w", home, err)
 	}
-	w := &walker{ctx: ctx, home: home, sel: sel, skipped: skipped, fn: fn}
-	return w.dir(fd, "", false)
+	defer unix.Close(root)
+	w := &walker{ctx: ctx, home: home, root: root, sel: sel, skipped: skipped, fn: fn}
+	w.cond = sync.NewCond(&w.mu)
+	var wg sync.WaitGroup
+	for range prefetchWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.prefetch()
+		}()
+	}
+	defer func() {
+		w.mu.Lock()
+		w.stop = true
+		w.cond.Broadcast()
+		w.mu.Unlock()
+		wg.Wait()
+	}()
+	l := w.list(&dirTask{rel: ""})
+	if l.err != nil {
+		return l.err
+	}
+	return w.dir(l, "", false)
 }
 
 type walker struct {
 	ctx     context.Context
 	home    string
+	root    int
 	sel     *selector.Selector
 	skipped Skipped
 	fn      func(*archive.Entry) error
 	pending []*archive.Entry // implied ancestors not yet reported
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	stack   []*dirTask // listings to fetch, most urgent last
+	ahead   int        // entries listed and not yet walked
+	stop    bool
 }
 
-// dir walks the directory open as fd (closing it), whose path is rel.
-func (w *walker) dir(fd int, rel string, selected bool) error {
-	f := os.NewFile(uintptr(fd), filepath.Join(w.home, rel))
-	defer f.Close()
+// dirTask is one directory listing, fetched by a worker or by the walk
+// itself, whichever gets to it first.
+type dirTask struct {
+	rel     string
+	claimed bool // guarded by walker.mu
+	done    chan struct{}
+	l       *listing
+}
+
+// listing is a directory's sorted children with their metadata.
+type listing struct {
+	rel      string
+	children []child
+	err      error
+	vanished bool
+}
+
+type child struct {
+	name string
+	st   unix.Stat_t
+	link string
+	err  error
+}
+
+// prefetch runs in a worker: it takes the most urgent listing and fetches
+// it, while the walk's lead stays within the budget.
+func (w *walker) prefetch() {
+	for {
+		w.mu.Lock()
+		for !w.stop && (len(w.stack) == 0 || w.ahead > prefetchBudget) {
+			w.cond.Wait()
+		}
+		if w.stop {
+			w.mu.Unlock()
+			return
+		}
+		t := w.stack[len(w.stack)-1]
+		w.stack = w.stack[:len(w.stack)-1]
+		if t.claimed {
+			w.mu.Unlock()
+			continue
+		}
+		t.claimed = true
+		w.mu.Unlock()
+		l := w.list(t)
+		w.mu.Lock()
+		w.ahead += len(l.children)
+		w.mu.Unlock()
+		t.l = l
+		close(t.done)
+	}
+}
+
+// await returns a task's listing, fetching it here if no worker has started.
+func (w *walker) await(t *dirTask) *listing {
+	w.mu.Lock()
+	mine := !t.claimed
+	t.claimed = true
+	w.mu.Unlock()
+	if mine {
+		return w.list(t)
+	}
+	<-t.done
+	w.mu.Lock()
+	w.ahead -= len(t.l.children)
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	return t.l
+}
+
+// list reads a directory and stats its children. The directory is opened
+// from the home's descriptor with no symlink anywhere on the path, so a
+// directory swapped for a link mid-walk is never followed.
+func (w *walker) list(t *dirTask) *listing {
+	l := &listing{rel: t.rel}
+	fd := w.root
+	if t.rel != "" {
+		var err error
+		fd, err = unix.Openat2(w.root, t.rel, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
+		})
+		if errors.Is(err, unix.ENOSYS) { // before Linux 5.6: the last component at least
+			fd, err = unix.Openat(w.root, t.rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		switch {
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+			l.vanished = true
+			return l
+		case err != nil:
+			l.err = fmt.Errorf("open directory %s: %w", filepath.Join(w.home, t.rel), err)
+			return l
+		}
+		defer unix.Close(fd)
+	}
+	// Readdirnames on a duplicate: os.File takes ownership of its fd.
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		l.err = err
+		return l
+	}
+	f := os.NewFile(uintptr(dup), filepath.Join(w.home, t.rel))
 	names, err := f.Readdirnames(-1)
+	f.Close()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			w.skipped(rel, "vanished")
-			return nil
+			l.vanished = true
+			return l
 		}
-		return fmt.Errorf("read directory %s: %w", f.Name(), err)
+		l.err = fmt.Errorf("read directory %s: %w", f.Name(), err)
+		return l
 	}
 	slices.Sort(names)
+	l.children = make([]child, 0, len(names))
 	for _, name := range names {
+		if t.rel == "" && strings.HasPrefix(name, ReservedPrefix) {
+			continue
+		}
+		c := child{name: name}
+		c.err = unix.Fstatat(fd, name, &c.st, unix.AT_SYMLINK_NOFOLLOW)
+		if c.err == nil && c.st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			c.link, c.err = readlinkat(fd, name)
+		}
+		l.children = append(l.children, c)
+	}
+	return l
+}
+
+// dir walks one listed directory.
+func (w *walker) dir(l *listing, rel string, selected bool) error {
+	if l.vanished {
+		w.skipped(rel, "vanished")
+		return nil
+	}
+	if l.err != nil {
+		return l.err
+	}
+	// Decide first which children are entered, and queue their listings
+	// so that the first one the walk will need is on top of the stack.
+	type step struct {
+		c        *child
+		rel      string
+		selected bool
+		task     *dirTask
+	}
+	steps := make([]step, 0, len(l.children))
+	var tasks []*dirTask
+	for i := range l.children {
+		c := &l.children[i]
+		crel := c.name
+		if rel != "" {
+			crel = rel + "/" + c.name
+		}
+		s := step{c: c, rel: crel}
+		if c.err == nil {
+			isDir := c.st.Mode&unix.S_IFMT == unix.S_IFDIR
+			s.selected = w.sel.SelectedIn(selected, crel)
+			if !s.selected && !(isDir && w.sel.Enter(crel)) {
+				continue
+			}
+			if isDir {
+				s.task = &dirTask{rel: crel, done: make(chan struct{})}
+				tasks = append(tasks, s.task)
+			}
+		}
+		steps = append(steps, s)
+	}
+	if len(tasks) > 0 {
+		w.mu.Lock()
+		for i := len(tasks) - 1; i >= 0; i-- {
+			w.stack = append(w.stack, tasks[i])
+		}
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}
+	for _, s := range steps {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
-		if rel == "" && strings.HasPrefix(name, ReservedPrefix) {
-			continue
-		}
-		if err := w.child(fd, rel, name, selected); err != nil {
+		if err := w.visit(s.c, s.rel, s.selected, s.task); err != nil {
 			return err
 		}
 	}
@@ -82,37 +282,20 @@ func (w *walker) dir(fd int, rel string, selected bool) error {
 	return nil
 }
 
-func (w *walker) child(dirfd int, dirRel, name string, parentSelected bool) error {
-	rel := name
-	if dirRel != "" {
-		rel = dirRel + "/" + name
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
+// visit reports one child and descends into it when it is a directory.
+func (w *walker) visit(c *child, rel string, selected bool, task *dirTask) error {
+	if c.err != nil {
+		if errors.Is(c.err, unix.ENOENT) {
 			w.skipped(rel, "vanished")
 			return nil
 		}
-		return fmt.Errorf("stat %s: %w", filepath.Join(w.home, rel), err)
+		return fmt.Errorf("stat %s: %w", filepath.Join(w.home, rel), c.err)
 	}
-	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	selected := w.sel.SelectedIn(parentSelected, rel)
-	if !selected && !(isDir && w.sel.Enter(rel)) {
-		return nil
-	}
-	e := FromStat(rel, &st)
-	switch st.Mode & unix.S_IFMT {
+	e := FromStat(rel, &c.st)
+	switch c.st.Mode & unix.S_IFMT {
 	case unix.S_IFREG, unix.S_IFDIR:
 	case unix.S_IFLNK:
-		target, err := readlinkat(dirfd, name)
-		if errors.Is(err, unix.ENOENT) {
-			w.skipped(rel, "vanished")
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read symlink %s: %w", filepath.Join(w.home, rel), err)
-		}
-		e.Link = target
+		e.Link = c.link
 	default:
 		w.skipped(rel, "not a regular file, directory or symlink")
 		return nil
@@ -128,18 +311,10 @@ func (w *walker) child(dirfd int, dirRel, name string, parentSelected bool) erro
 		e.Implied = true
 		w.pending = append(w.pending, e)
 	}
-	if !isDir {
+	if task == nil {
 		return nil
 	}
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
-			w.skipped(rel, "vanished")
-			return nil
-		}
-		return fmt.Errorf("open directory %s: %w", filepath.Join(w.home, rel), err)
-	}
-	return w.dir(fd, rel, selected)
+	return w.dir(w.await(task), rel, selected)
 }
 
 // flushPending reports the implied ancestors of the path about to be
