@@ -187,8 +187,8 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 	if s.comp, err = archive.NewCompressor(s.o.Level, s.o.Jobs); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	ctx, cancel := context.WithCancel(ctx) // ends the uploads on any return
+	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 
 	order := make(chan *job, s.o.Jobs) // bounds the jobs in flight
