@@ -175,17 +175,41 @@ var decoders = sync.Pool{New: func() any {
 // RangeReader reads the tar entries of a fetched byte range of an archive.
 type RangeReader struct {
 	*tar.Reader
-	zr *zstd.Decoder
+	zr  *zstd.Decoder
+	src *sourceReader
 }
 
 // NewRangeReader decodes r, a range that starts on a frame holding a header.
 func NewRangeReader(r io.Reader) (*RangeReader, error) {
+	src := &sourceReader{r: r}
 	zr := decoders.Get().(*zstd.Decoder)
-	if err := zr.Reset(r); err != nil {
+	if err := zr.Reset(src); err != nil {
 		decoders.Put(zr)
+		if src.err != nil {
+			return nil, src.err
+		}
 		return nil, fmt.Errorf("%w archive range: %v", ErrCorrupt, err)
 	}
-	return &RangeReader{Reader: tar.NewReader(zr), zr: zr}, nil
+	return &RangeReader{Reader: tar.NewReader(zr), zr: zr, src: src}, nil
+}
+
+// SourceErr returns the error reading the range itself failed with, if
+// any: then a decoding error is a failed read (a network cut, a deadline),
+// not a damaged archive.
+func (r *RangeReader) SourceErr() error { return r.src.err }
+
+// sourceReader remembers the first error of the reader under a decoder.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 // Close returns the decoder to the pool.

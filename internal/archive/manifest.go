@@ -117,6 +117,7 @@ var ErrCorrupt = errors.New("corrupt")
 // and that the trailer is present.
 type ManifestReader struct {
 	zr     *zstd.Decoder
+	src    *sourceReader
 	br     *bufio.Reader
 	Header Header
 	Totals *Totals // set once Next has returned io.EOF
@@ -130,17 +131,21 @@ type ManifestReader struct {
 
 // NewManifestReader reads the header from r.
 func NewManifestReader(r io.Reader) (*ManifestReader, error) {
-	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	src := &sourceReader{r: r}
+	zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
 		return nil, err
 	}
-	m := &ManifestReader{zr: zr, br: bufio.NewReaderSize(zr, 256<<10)}
+	m := &ManifestReader{zr: zr, src: src, br: bufio.NewReaderSize(zr, 256<<10)}
 	line, err := m.readLine()
 	if err == nil {
 		err = json.Unmarshal(line, &m.Header)
 	}
 	if err != nil {
 		zr.Close()
+		if src.err != nil {
+			return nil, fmt.Errorf("read manifest: %w", src.err)
+		}
 		return nil, fmt.Errorf("%w manifest header: %v", ErrCorrupt, err)
 	}
 	if m.Header.Format < 1 || m.Header.Format > FormatVersion {
@@ -172,6 +177,9 @@ var trailerPrefix = []byte(`{"end":`)
 // Next returns the next entry, or io.EOF after a complete manifest.
 func (m *ManifestReader) Next() (*Entry, error) {
 	line, err := m.readLine()
+	if err != nil && m.src.err != nil { // the read failed, not the data
+		return nil, fmt.Errorf("read manifest after entry %d: %w", m.n, m.src.err)
+	}
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%w manifest: truncated after %d entries (no trailer)", ErrCorrupt, m.n)

@@ -67,7 +67,7 @@ func setup(ctx context.Context, name, about string, cfg any, c *Common, args []s
 	}
 	st, err := store.Open(ctx, c.Store)
 	if err != nil {
-		log.Error().Err(err).Msg("cannot open the store")
+		log.Error().Err(err).Str("store", store.Redact(c.Store)).Msg("cannot open the store")
 		return log, nil, err
 	}
 	return log, st, nil

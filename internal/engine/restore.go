@@ -301,7 +301,7 @@ func (r *restorer) fetchRun(ctx context.Context, rn *run) error {
 	counted := &countingReader{r: rc, n: &r.fetched}
 	tr, err := archive.NewRangeReader(counted)
 	if err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+		return fmt.Errorf("read %s: %w; nothing was changed in the home", where, err)
 	}
 	defer tr.Close()
 	want := make(map[string]*archive.Entry, len(rn.entries))
@@ -310,6 +310,9 @@ func (r *restorer) fetchRun(ctx context.Context, rn *run) error {
 	}
 	for len(want) > 0 {
 		hdr, err := tr.Next()
+		if err != nil && tr.SourceErr() != nil {
+			return fmt.Errorf("read %s: %w; nothing was changed in the home", where, tr.SourceErr())
+		}
 		if err != nil {
 			missing := ""
 			for p := range want {
@@ -327,6 +330,9 @@ func (r *restorer) fetchRun(ctx context.Context, rn *run) error {
 			return fmt.Errorf("%w archive %s: %q is type %q size %d, manifest says a file of %d bytes", archive.ErrCorrupt, where, e.Path, hdr.Typeflag, hdr.Size, e.Size)
 		}
 		if err := r.writeFile(r.staged(e.Path), e, tr); err != nil {
+			if serr := tr.SourceErr(); serr != nil {
+				err = serr // a failed read, not a damaged archive
+			}
 			return fmt.Errorf("restore %s from %s: %w; nothing was changed in the home", e.Path, where, err)
 		}
 	}

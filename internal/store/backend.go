@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -315,3 +316,15 @@ func (r *resumer) Close() error { return r.body.Close() }
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// CleanupTimeout bounds the best-effort cleanup after a failed upload
+// (aborting a multipart upload). It must stay short: the caller may be past
+// its own deadline, such as the final snapshot within a pod's grace period.
+// Uploads it fails to abort are left to the bucket's lifecycle rule.
+const CleanupTimeout = 3 * time.Second
+
+// CleanupContext returns a context for that cleanup: it survives the
+// cancellation of ctx but lasts at most CleanupTimeout.
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+}

@@ -20,7 +20,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -160,28 +159,57 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 	// An object that fits one part goes up in one request: minio-go would
 	// allocate all its part buffers even for a few bytes.
 	bp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bp)
+	inUse := false    // still read by an upload abandoned at the deadline
+	streamed := false // a multipart upload was started
+	defer func() {
+		if !inUse {
+			s.bufs.Put(bp)
+		}
+	}()
 	first := *bp
 	n, err := io.ReadFull(r, first)
 	switch err {
 	case io.EOF, io.ErrUnexpectedEOF:
 		_, err = s.client.PutObject(ctx, s.bucket, name, bytes.NewReader(first[:n]), int64(n), minio.PutObjectOptions{})
 	case nil:
-		// Size -1 streams: minio-go fills concurrency buffers of partSize
-		// and uploads them in parallel; objects may reach 10000 × part_size.
-		_, err = s.client.PutObject(ctx, s.bucket, name, io.MultiReader(bytes.NewReader(first), r), -1, minio.PutObjectOptions{
-			PartSize: s.partSize, NumThreads: s.concurrency, ConcurrentStreamParts: true,
-		})
+		streamed = true
+		inUse, err = s.putStream(ctx, name, io.MultiReader(bytes.NewReader(first), r))
 	}
 	if err != nil {
-		// minio-go aborts with the caller's context, which may be the very
-		// thing that was cancelled: clean up with a fresh one.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		s.client.RemoveIncompleteUpload(actx, s.bucket, name)
+		if streamed && !inUse {
+			// minio-go aborted with the caller's context, which may be the
+			// very thing that was cancelled: try once more, briefly. (An
+			// abandoned upload is still aborting in the background.)
+			actx, cancel := store.CleanupContext(ctx)
+			defer cancel()
+			s.client.RemoveIncompleteUpload(actx, s.bucket, name)
+		}
 		return s.fail("put", key, err)
 	}
 	return nil
+}
+
+// putStream uploads r as a multipart upload. Size -1 streams: minio-go fills
+// concurrency buffers of partSize and uploads them in parallel; objects may
+// reach 10000 × part_size. After a failure minio-go aborts the upload with
+// its own minute-long retries, so the caller's deadline is enforced here:
+// once ctx ends, Put returns and the abort finishes in the background (the
+// upload can no longer complete, so nothing becomes visible).
+// abandoned reports that the upload may still be reading r.
+func (s *Store) putStream(ctx context.Context, name string, r io.Reader) (abandoned bool, err error) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.client.PutObject(ctx, s.bucket, name, r, -1, minio.PutObjectOptions{
+			PartSize: s.partSize, NumThreads: s.concurrency, ConcurrentStreamParts: true,
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return false, err
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
 }
 
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {

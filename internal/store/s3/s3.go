@@ -216,10 +216,12 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 	id := created.UploadId
 	defer func() {
 		if err != nil {
-			// The caller's context may be what failed: abort regardless.
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			// The caller's context may be what failed: abort regardless,
+			// once and briefly (store.CleanupTimeout).
+			actx, cancel := store.CleanupContext(ctx)
 			defer cancel()
-			s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: name, UploadId: id})
+			s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: name, UploadId: id},
+				func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 		}
 	}()
 
