@@ -86,11 +86,11 @@ type walker struct {
 	fn      func(*archive.Entry) error
 	pending []*archive.Entry // implied ancestors not yet reported
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	stack   []*dirTask // listings to fetch, most urgent last
-	ahead   int        // entries listed and not yet walked
-	stop    bool
+	mu    sync.Mutex
+	cond  *sync.Cond
+	stack []*dirTask // listings to fetch, most urgent last
+	ahead int        // entries listed and not yet walked
+	stop  bool
 }
 
 // dirTask is one directory listing, fetched by a worker or by the walk
