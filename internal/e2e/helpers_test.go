@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -24,21 +25,11 @@ import (
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all"
 	"github.com/homesnap/homesnap/internal/store/azure"
+	"github.com/homesnap/homesnap/internal/store/storetest"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-var (
-	testBucket = envOr("HOMESNAP_TEST_BUCKET", "homesnap-test")
-	s3Access   = envOr("HOMESNAP_TEST_S3_ACCESS_KEY", "test")
-	s3Secret   = envOr("HOMESNAP_TEST_S3_SECRET_KEY", "testtest")
-)
+var testBucket, s3Access, s3Secret = storetest.Bucket, storetest.AccessKey, storetest.SecretKey
 
 // s3Env is the environment a binary needs for the S3 test servers: static
 // keys, a region, and no detour through an instance metadata service.
@@ -333,7 +324,7 @@ type toxiProxy struct {
 	Enabled bool   `json:"enabled"`
 }
 
-func toxiAPI() string { return envOr("HOMESNAP_TEST_TOXIPROXY", "http://127.0.0.1:8474") }
+func toxiAPI() string { return cmp.Or(os.Getenv("HOMESNAP_TEST_TOXIPROXY"), "http://127.0.0.1:8474") }
 
 // proxyAt finds the proxy listening on addr (as storetest.Proxy returned it).
 func proxyAt(addr string) (string, error) {

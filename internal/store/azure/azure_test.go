@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +13,7 @@ import (
 	"github.com/homesnap/homesnap/internal/store/storetest"
 )
 
-var container = or(os.Getenv("HOMESNAP_TEST_BUCKET"), "homesnap-test")
-
-func or(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
-}
+var container = storetest.Bucket
 
 // environ is an environment holding only vars, so that tests do not depend
 // on (or change) the process's Azure variables.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +13,7 @@ import (
 	"github.com/homesnap/homesnap/internal/store/storetest"
 )
 
-var bucket = cmp(os.Getenv("HOMESNAP_TEST_BUCKET"), "homesnap-test")
-
-func cmp(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
-}
+var bucket = storetest.Bucket
 
 // The client finds fake-gcs-server through STORAGE_EMULATOR_HOST itself.
 func TestFakeGCS(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +13,7 @@ import (
 	"github.com/homesnap/homesnap/internal/store/storetest"
 )
 
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-var (
-	bucket = env("HOMESNAP_TEST_BUCKET", "homesnap-test")
-	access = env("HOMESNAP_TEST_S3_ACCESS_KEY", "test")
-	secret = env("HOMESNAP_TEST_S3_SECRET_KEY", "testtest")
-)
+var bucket, access, secret = storetest.Bucket, storetest.AccessKey, storetest.SecretKey
 
 // open opens bucket/prefix on the server at endpoint (http://host:port).
 func open(ctx context.Context, endpoint, bucket, prefix, query, key, secret string) (*minio.Store, error) {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -11,6 +12,14 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/store"
+)
+
+// The test servers' bucket (or container) and S3 keys, as
+// scripts/start-servers.sh sets them up.
+var (
+	Bucket    = cmp.Or(os.Getenv("HOMESNAP_TEST_BUCKET"), "homesnap-test")
+	AccessKey = cmp.Or(os.Getenv("HOMESNAP_TEST_S3_ACCESS_KEY"), "test")
+	SecretKey = cmp.Or(os.Getenv("HOMESNAP_TEST_S3_SECRET_KEY"), "testtest")
 )
 
 // ServersEnv is set to 1 by the project's test command after it started the
