@@ -18,12 +18,15 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Common option defaults, shared so that every backend behaves alike.
+// Common option defaults, shared so that every backend behaves alike. An
+// upload holds up to (concurrency+2) part buffers, 40 MiB by default: small
+// enough for the sidecar's memory budget, and raised per URL when a faster
+// link wants more in flight.
 const (
-	DefaultPartSize    = 16 << 20 // bytes buffered per part/block/chunk of an upload
-	DefaultConcurrency = 4        // parts uploaded at once by one Put
-	DefaultPageSize    = 1000     // keys per List request (the S3 maximum)
-	DeleteParallelism  = 16       // single-object deletes in flight for APIs without batches
+	DefaultPartSize    = 8 << 20 // bytes buffered per part/block/chunk of an upload
+	DefaultConcurrency = 3       // parts uploaded at once by one Put
+	DefaultPageSize    = 1000    // keys per List request (the S3 maximum)
+	DeleteParallelism  = 16      // single-object deletes in flight for APIs without batches
 )
 
 // Options reads the query options of a store URL. It remembers which names

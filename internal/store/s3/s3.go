@@ -202,7 +202,7 @@ func (s *Store) putInput(key string, data []byte) *s3.PutObjectInput {
 // putMultipart uploads first and the rest of r as a multipart upload with at
 // most s.concurrency parts in flight, so memory stays at (concurrency+1)
 // part buffers. The part size grows by partSize every 1000 parts so that
-// the 10000-part limit allows 55000 × partSize (880 GiB at 16 MiB). The
+// the 10000-part limit allows 55000 × partSize (440 GiB at the default 8 MiB). The
 // upload is aborted on any failure: no partial object ever becomes visible.
 func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io.Reader) (err error) {
 	name := aws.String(s.prefix.Key(key))
