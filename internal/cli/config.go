@@ -35,6 +35,13 @@ var errHelp = flag.ErrHelp
 // load fills cfg from the environment, then from args. about is the
 // command's one-paragraph description for --help.
 func load(name, about string, cfg any, args []string, stderr io.Writer) ([]string, error) {
+	// A variable set to "" (common in Kubernetes manifests) means unset;
+	// envconfig would try to parse it.
+	for _, kv := range os.Environ() {
+		if name, val, _ := strings.Cut(kv, "="); val == "" && strings.HasPrefix(name, "HOMESNAP_") {
+			os.Unsetenv(name)
+		}
+	}
 	if err := envconfig.Process("", cfg); err != nil {
 		return nil, usageError{fmt.Errorf("environment: %w", err)}
 	}
