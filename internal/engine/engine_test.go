@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -555,4 +556,32 @@ func TestHardLinkInArchiveIsRefused(t *testing.T) {
 	if left, _ := os.ReadDir(target); len(left) != 0 {
 		t.Errorf("target changed: %v", left)
 	}
+}
+
+// TestFullDiskLeavesHomeAsItWas restores onto a small tmpfs that fills up
+// half-way through staging.
+func TestFullDiskLeavesHomeAsItWas(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	home, st := newHome(t), newStore(t) // ~13 MiB selected
+	snap(t, home, st)
+	target := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", target).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	defer exec.Command("umount", target).Run()
+	// A small existing home that must survive.
+	os.MkdirAll(filepath.Join(target, "jobs/old"), 0o755)
+	os.WriteFile(filepath.Join(target, "jobs/old/config.xml"), []byte("<old/>"), 0o644)
+	os.MkdirAll(filepath.Join(target, "plugins"), 0o755)
+	os.WriteFile(filepath.Join(target, "plugins/git.jpi"), []byte("PK"), 0o644)
+	before := all(t, target)
+	err := restore(target, st, "")
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("restore onto a full disk: %v", err)
+	}
+	t.Log(err)
+	assertSame(t, before, all(t, target))
+	assertNoStaging(t, target)
 }
