@@ -125,7 +125,7 @@ type ManifestReader struct {
 	n      int64
 	long   []byte // a line longer than br's buffer
 	// archives interns archive IDs: a manifest names few archives, and a
-	// restore holds every entry in memory.
+	// restore holds the entries of its ranged reads in flight.
 	archives map[string]string
 }
 

@@ -79,15 +79,49 @@ func (r *restorer) commit(ctx context.Context) (err error) {
 			err = fmt.Errorf("%w; the home was left as it was", err)
 		}
 	}()
-	if err := r.removeExtra(ctx, &j); err != nil {
+	touched := map[string]bool{} // directories that rolling back moves paths out of or into
+	if err := r.removeExtra(ctx, &j, touched); err != nil {
 		return err
 	}
-	var created []*archive.Entry // directories whose metadata to apply
-	skipBelow := ""              // a subtree already moved in whole
-	for _, e := range r.plan.entries {
+	pr, err := openPlan(ctx, r.o.Store, r.id)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	// Directory metadata is applied when the manifest leaves a directory:
+	// everything below it has been moved in by then, children before their
+	// parents. Moving entries in changes the directories' mtimes, and a
+	// read-only mode would block the moves. open holds the directories
+	// whose metadata is still to apply, innermost last.
+	var open []openDir
+	closeDirs := func(next string) error {
+		for len(open) > 0 {
+			d := open[len(open)-1]
+			if next != "" && strings.HasPrefix(next, d.e.Path+"/") {
+				break
+			}
+			open = open[:len(open)-1]
+			if err := r.setDirMeta(&j, d, touched); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	skipBelow := "" // a subtree already moved in whole
+	for {
+		e, err := pr.next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := closeDirs(e.Path); err != nil {
+			return err
+		}
 		if skipBelow != "" && strings.HasPrefix(e.Path, skipBelow) {
 			if e.Type == archive.TypeDir {
-				created = append(created, e)
+				open = append(open, openDir{e: e, inner: true})
 			}
 			continue
 		}
@@ -101,7 +135,7 @@ func (r *restorer) commit(ctx context.Context) (err error) {
 		}
 		if e.Type == archive.TypeDir && exists && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if !e.Implied {
-				created = append(created, e)
+				open = append(open, openDir{e: e})
 			}
 			continue
 		}
@@ -110,6 +144,7 @@ func (r *restorer) commit(ctx context.Context) (err error) {
 				return err
 			}
 		}
+		touched[archive.Parent(e.Path)] = true
 		if exists {
 			if err := r.displace(&j, e.Path); err != nil {
 				return err
@@ -119,17 +154,52 @@ func (r *restorer) commit(ctx context.Context) (err error) {
 			return fmt.Errorf("move %s into place: %w", target, err)
 		}
 		if e.Type == archive.TypeDir {
-			created = append(created, e)
+			touched[e.Path] = true // rolling back moves it out: it must stay writable
+			open = append(open, openDir{e: e})
 			skipBelow = e.Path + "/"
 		}
 	}
-	// Directory metadata last, deepest first: moving entries in changed the
-	// directories' mtimes, and a read-only mode would have blocked the moves.
-	for i := len(created) - 1; i >= 0; i-- {
-		e := created[i]
-		if err := r.setMeta(r.target(e.Path), e, false); err != nil {
-			return fmt.Errorf("set metadata of %s: %w", r.target(e.Path), err)
-		}
+	return closeDirs("")
+}
+
+// openDir is a directory whose metadata commit applies once the manifest
+// has left it. inner marks one inside a subtree moved in whole.
+type openDir struct {
+	e     *archive.Entry
+	inner bool
+}
+
+// setDirMeta applies a directory's metadata. Rolling back restores the
+// previous mode and owner where that matters: for directories of the home
+// (the home is left as it was) and for directories that rolling back moves
+// paths through. A directory inside a subtree moved in whole goes back to
+// the staging area with it and only needs to stay removable. Only changed
+// directories are journaled, so the journal grows with the drift, not with
+// the tree.
+func (r *restorer) setDirMeta(j *journal, d openDir, touched map[string]bool) error {
+	p := r.target(d.e.Path)
+	isTouched := touched[d.e.Path]
+	delete(touched, d.e.Path)
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return fmt.Errorf("set metadata of %s: %w", p, err)
+	}
+	changed := uint32(st.Mode&0o7777) != unixMode(d.e.Mode) || (r.root && (int(st.Uid) != d.e.UID || int(st.Gid) != d.e.GID))
+	if changed && (!d.inner || isTouched || d.e.Mode.Perm()&0o700 != 0o700) {
+		j.undo = append(j.undo, func() error {
+			if r.root {
+				if err := unix.Lchown(p, int(st.Uid), int(st.Gid)); err != nil {
+					return err
+				}
+			}
+			if err := unix.Chmod(p, uint32(st.Mode&0o7777)); err != nil {
+				return err
+			}
+			return unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+		})
+	}
+	if err := r.setMeta(p, d.e, false); err != nil {
+		return fmt.Errorf("set metadata of %s: %w", p, err)
 	}
 	return nil
 }
@@ -158,18 +228,37 @@ func (r *restorer) displace(j *journal, rel string) error {
 // home with the snapshot's own selection and merges that with the sorted
 // manifest. A directory that still holds unselected paths (a workspace) is
 // kept.
-func (r *restorer) removeExtra(ctx context.Context, j *journal) error {
-	sel, err := selector.New(r.plan.header.Selection)
+func (r *restorer) removeExtra(ctx context.Context, j *journal, touched map[string]bool) error {
+	sel, err := selector.New(r.header.Selection)
 	if err != nil {
-		return fmt.Errorf("snapshot %s: %w", r.plan.id, err)
+		return fmt.Errorf("snapshot %s: %w", r.id, err)
 	}
+	pr, err := openPlan(ctx, r.o.Store, r.id)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
 	var extra []*archive.Entry
-	entries := r.plan.entries
-	err = scan.Walk(ctx, r.o.Home, sel, nil, func(e *archive.Entry) error {
-		for len(entries) > 0 && archive.ComparePaths(entries[0].Path, e.Path) < 0 {
-			entries = entries[1:]
+	cur, done := (*archive.Entry)(nil), false // the manifest's next entry
+	advance := func() error {
+		e, err := pr.next(ctx)
+		if errors.Is(err, io.EOF) {
+			cur, done = nil, true
+			return nil
 		}
-		if len(entries) > 0 && entries[0].Path == e.Path {
+		cur = e
+		return err
+	}
+	if err := advance(); err != nil {
+		return err
+	}
+	err = scan.Walk(ctx, r.o.Home, sel, nil, func(e *archive.Entry) error {
+		for !done && archive.ComparePaths(cur.Path, e.Path) < 0 {
+			if err := advance(); err != nil {
+				return err
+			}
+		}
+		if !done && cur.Path == e.Path {
 			return nil
 		}
 		if !e.Implied {
@@ -184,6 +273,7 @@ func (r *restorer) removeExtra(ctx context.Context, j *journal) error {
 	// considered.
 	for i := len(extra) - 1; i >= 0; i-- {
 		e := extra[i]
+		touched[archive.Parent(e.Path)] = true
 		if e.Type == archive.TypeDir {
 			// Its selected children are gone; keep it if others remain.
 			empty, err := isEmptyDir(r.target(e.Path))

@@ -82,80 +82,79 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 	} else if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	plan, err := loadPlan(ctx, o.Store, id)
-	if err != nil {
-		return nil, err
-	}
-	r := &restorer{o: o, plan: plan}
+	r := &restorer{o: o, id: id}
 	if err := r.run(ctx); err != nil {
 		return nil, err
 	}
 	return &RestoreResult{
-		ID: id, Entries: int64(len(plan.entries)), Files: plan.files, Bytes: plan.bytes,
+		ID: id, Entries: r.entries, Files: r.files, Bytes: r.bytes,
 		Fetched: r.fetched.Load(), Elapsed: time.Since(start),
 	}, nil
 }
 
-// plan is a snapshot's manifest, checked and held in memory.
-type plan struct {
-	id      string
-	header  archive.Header
-	entries []*archive.Entry
-	files   int64
-	bytes   int64
+// planReader streams a snapshot's manifest and validates it on the way:
+// paths must be safe (the manifest reader checks them), and every path's
+// parent must be a directory of the same snapshot, so no entry can be
+// reached through a symlink or a file. Only the current entry's ancestors
+// are held in memory, never the whole tree: a restore reads the manifest
+// once to stage and again to commit.
+type planReader struct {
+	s    store.Store
+	id   string
+	m    *archive.ManifestReader
+	dirs []string // ancestors of the current entry
+	n    int64
 }
 
-// loadPlan reads and validates a manifest: paths must be safe, and every
-// path's parent must be a directory of the same snapshot, so no entry can
-// be reached through a symlink or a file.
-func loadPlan(ctx context.Context, s store.Store, id string) (*plan, error) {
+func openPlan(ctx context.Context, s store.Store, id string) (*planReader, error) {
 	m, err := openManifest(ctx, s, id)
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
-	p := &plan{id: id, header: m.Header}
-	var dirs []string // ancestors of the current entry
-	for {
-		e, err := m.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", storeName(s, manifestKey(id)), err)
-		}
-		parent := archive.Parent(e.Path)
-		for len(dirs) > 0 && dirs[len(dirs)-1] != parent {
-			dirs = dirs[:len(dirs)-1]
-		}
-		if parent != "" && len(dirs) == 0 {
-			return nil, fmt.Errorf("%s: %w manifest: %q has no parent directory entry (a path through a symlink or file is refused)", storeName(s, manifestKey(id)), archive.ErrCorrupt, e.Path)
-		}
-		if e.Type == archive.TypeDir {
-			dirs = append(dirs, e.Path)
-		}
-		if e.Type == archive.TypeFile {
-			p.files++
-			p.bytes += e.Size
-		}
-		if e.HasData() {
-			if err := CheckID(e.Archive); err != nil {
-				return nil, fmt.Errorf("%s: %w manifest: %q points at archive %q", storeName(s, manifestKey(id)), archive.ErrCorrupt, e.Path, e.Archive)
-			}
-		}
-		p.entries = append(p.entries, e)
-		if len(p.entries)%65536 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+	return &planReader{s: s, id: id, m: m}, nil
+}
+
+func (p *planReader) Close() { p.m.Close() }
+
+// next returns the next checked entry, or io.EOF after a complete manifest.
+func (p *planReader) next(ctx context.Context) (*archive.Entry, error) {
+	e, err := p.m.Next()
+	if errors.Is(err, io.EOF) {
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", storeName(p.s, manifestKey(p.id)), err)
+	}
+	parent := archive.Parent(e.Path)
+	for len(p.dirs) > 0 && p.dirs[len(p.dirs)-1] != parent {
+		p.dirs = p.dirs[:len(p.dirs)-1]
+	}
+	if parent != "" && len(p.dirs) == 0 {
+		return nil, fmt.Errorf("%s: %w manifest: %q has no parent directory entry (a path through a symlink or file is refused)", storeName(p.s, manifestKey(p.id)), archive.ErrCorrupt, e.Path)
+	}
+	if e.Type == archive.TypeDir {
+		p.dirs = append(p.dirs, e.Path)
+	}
+	if e.HasData() {
+		if err := CheckID(e.Archive); err != nil {
+			return nil, fmt.Errorf("%s: %w manifest: %q points at archive %q", storeName(p.s, manifestKey(p.id)), archive.ErrCorrupt, e.Path, e.Archive)
 		}
 	}
-	return p, nil
+	if p.n++; p.n%65536 == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 type restorer struct {
 	o       RestoreOptions
-	plan    *plan
+	id      string
+	header  archive.Header // the manifest's header, read while staging
+	entries int64          // counted while staging
+	files   int64
+	bytes   int64
 	stage   string // <home>/.homesnap-restore-<id>
 	tree    string // stage/tree: the snapshot as it will be
 	root    bool   // running as root: restore numeric owners
@@ -167,7 +166,7 @@ func (r *restorer) run(ctx context.Context) error {
 	if err := r.cleanLeftovers(); err != nil {
 		return err
 	}
-	r.stage = filepath.Join(r.o.Home, stagePrefix+r.plan.id)
+	r.stage = filepath.Join(r.o.Home, stagePrefix+r.id)
 	r.tree = filepath.Join(r.stage, "tree")
 	r.root = os.Geteuid() == 0
 	r.umask = processUmask()
@@ -207,15 +206,63 @@ func (r *restorer) cleanLeftovers() error {
 	return nil
 }
 
-// stageTree builds the whole snapshot under r.tree: directories, symlinks
-// and empty files first, then file contents from parallel ranged reads.
+// stageTree builds the whole snapshot under r.tree from one pass over the
+// manifest: directories, symlinks and empty files as their entries come,
+// file contents from ranged reads that a bounded pool of workers runs while
+// the manifest is still being read. Within one archive the manifest's order
+// is the archive's order (archives are written in walk order), so each
+// archive has one open run that grows until the next entry is too far or
+// the run too long, and is then handed to the workers.
 func (r *restorer) stageTree(ctx context.Context) error {
 	if err := os.Mkdir(r.tree, 0o700); err != nil {
 		return err
 	}
-	for _, e := range r.plan.entries {
+	pr, err := openPlan(ctx, r.o.Store, r.id)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	r.header = pr.m.Header
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(sctx)
+	g.SetLimit(r.o.Jobs)
+	serr := r.stageEntries(gctx, pr, func(rn *run) {
+		g.Go(func() error { return r.fetchRun(gctx, rn) })
+	})
+	if serr != nil {
+		cancel() // stop the workers before the staging area is removed
+	}
+	werr := g.Wait()
+	switch {
+	case serr != nil && !errors.Is(serr, context.Canceled):
+		return serr
+	case werr != nil:
+		return werr
+	case serr != nil:
+		return serr
+	}
+	return ctx.Err()
+}
+
+// stageEntries reads the manifest, stages what needs no data and passes
+// every finished run to dispatch, which blocks while all workers are busy.
+func (r *restorer) stageEntries(ctx context.Context, pr *planReader, dispatch func(*run)) error {
+	open := map[string]*run{} // archive → its run being formed
+	for {
+		e, err := pr.next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		r.entries++
+		if e.Type == archive.TypeFile {
+			r.files++
+			r.bytes += e.Size
+		}
 		p := r.staged(e.Path)
-		var err error
 		switch {
 		case e.Type == archive.TypeDir:
 			err = unix.Mkdir(p, 0o700) // final modes once everything is in
@@ -225,17 +272,31 @@ func (r *restorer) stageTree(ctx context.Context) error {
 			}
 		case !e.HasData():
 			err = r.writeFile(p, e, nil)
+		default:
+			if cur := open[e.Archive]; cur == nil || !cur.add(e) {
+				if cur != nil {
+					dispatch(cur)
+				}
+				open[e.Archive] = newRun(e)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", e.Path, err)
 		}
+		if r.entries%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err() // a worker failed
+		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(r.o.Jobs)
-	for _, run := range planRuns(r.plan.entries) {
-		g.Go(func() error { return r.fetchRun(gctx, run) })
+	// The remaining runs, in archive order.
+	ids := make([]string, 0, len(open))
+	for id := range open {
+		ids = append(ids, id)
 	}
-	return g.Wait()
+	slices.Sort(ids)
+	for _, id := range ids {
+		dispatch(open[id])
+	}
+	return nil
 }
 
 func (r *restorer) staged(rel string) string { return filepath.Join(r.tree, filepath.FromSlash(rel)) }
@@ -254,36 +315,22 @@ const (
 	maxGap = 1 << 20
 )
 
-// planRuns groups the entries with data into ranged reads, in archive order.
-func planRuns(entries []*archive.Entry) []*run {
-	var data []*archive.Entry
-	for _, e := range entries {
-		if e.HasData() {
-			data = append(data, e)
-		}
+func newRun(e *archive.Entry) *run {
+	return &run{archive: e.Archive, start: e.Offset, end: e.Offset + e.Length, entries: []*archive.Entry{e}}
+}
+
+// add extends the run with an entry of its archive if the entry lies close
+// enough after the run's start and the run stays short enough. An entry
+// before the start (a manifest whose offsets go backwards) is refused, and
+// the caller starts a new run: correctness never depends on the order.
+func (rn *run) add(e *archive.Entry) bool {
+	end := e.Offset + e.Length
+	if e.Offset < rn.start || e.Offset > rn.end+maxGap || max(end, rn.end)-rn.start > maxRun {
+		return false
 	}
-	slices.SortStableFunc(data, func(a, b *archive.Entry) int {
-		if a.Archive != b.Archive {
-			if a.Archive < b.Archive {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Offset - b.Offset)
-	})
-	var runs []*run
-	var cur *run
-	for _, e := range data {
-		end := e.Offset + e.Length
-		if cur != nil && cur.archive == e.Archive && e.Offset <= cur.end+maxGap && max(end, cur.end)-cur.start <= maxRun {
-			cur.end = max(cur.end, end)
-			cur.entries = append(cur.entries, e)
-			continue
-		}
-		cur = &run{archive: e.Archive, start: e.Offset, end: end, entries: []*archive.Entry{e}}
-		runs = append(runs, cur)
-	}
-	return runs
+	rn.end = max(rn.end, end)
+	rn.entries = append(rn.entries, e)
+	return true
 }
 
 // fetchRun reads one range and writes the files it holds.

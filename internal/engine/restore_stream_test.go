@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homesnap/homesnap/internal/archive"
+)
+
+// Runs are formed while the manifest streams; offsets that go backwards
+// within an archive only start a new run.
+func TestRunFormingToleratesAnyOrder(t *testing.T) {
+	e := func(off, n int64) *archive.Entry {
+		return &archive.Entry{Path: "f", Type: archive.TypeFile, Archive: "a", Offset: off, Length: n, Size: n}
+	}
+	rn := newRun(e(100, 10))
+	if !rn.add(e(120, 10)) || rn.end != 130 {
+		t.Fatalf("a close entry was not added: %+v", rn)
+	}
+	if !rn.add(e(105, 5)) || rn.end != 130 {
+		t.Fatalf("an entry inside the run was not added: %+v", rn)
+	}
+	if rn.add(e(50, 10)) {
+		t.Fatal("an entry before the run's start was added")
+	}
+	if rn.add(e(130+maxGap+1, 10)) {
+		t.Fatal("an entry past the gap was added")
+	}
+	if rn.add(e(130, maxRun)) {
+		t.Fatal("the run grew past maxRun")
+	}
+	if len(rn.entries) != 3 {
+		t.Fatalf("entries: %d", len(rn.entries))
+	}
+}
+
+// Directory metadata is applied as the manifest leaves each directory, so
+// a later failure must also undo modes already set.
+func TestRollbackUndoesDirectoryModesSetEarly(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	ro := filepath.Join(home, "jobs", "aaa-ro")
+	if err := os.MkdirAll(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ro, "config.xml"), []byte("<snap/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(ro, 0o755) })
+	snap(t, home, st)
+
+	target := t.TempDir()
+	tro := filepath.Join(target, "jobs", "aaa-ro")
+	if err := os.MkdirAll(tro, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tro, "config.xml"), []byte("<home/>"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(tro, 0o755) })
+	before := all(t, target)
+	beforeMove = func(rel string) error {
+		if !strings.HasPrefix(rel, "jobs/") {
+			return errors.New("injected failure")
+		}
+		return nil
+	}
+	defer func() { beforeMove = nil }()
+	err := restore(target, st, "")
+	if err == nil || !strings.Contains(err.Error(), "left as it was") {
+		t.Fatalf("restore: %v", err)
+	}
+	after := all(t, target)
+	for p, a := range after {
+		if a.Type == "d" {
+			a.MTime = 0
+			after[p] = a
+		}
+	}
+	for p, a := range before {
+		if a.Type == "d" {
+			a.MTime = 0
+			before[p] = a
+		}
+	}
+	assertSame(t, before, after)
+	assertNoStaging(t, target)
+	fi, err := os.Stat(tro)
+	if err != nil || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("mode of jobs/aaa-ro after rollback: %v %v", fi.Mode(), err)
+	}
+
+	// Without the failure the snapshot's read-only mode is applied.
+	beforeMove = nil
+	if err := restore(target, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(tro); err != nil || fi.Mode().Perm() != 0o555 {
+		t.Fatalf("mode of jobs/aaa-ro after restore: %v %v", fi.Mode(), err)
+	}
+	assertSame(t, selected(t, home), selected(t, target))
+}
