@@ -489,32 +489,34 @@ func TestFailureWhileMovingIntoPlaceRollsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	testhome.Change(t, target)
-	before := all(t, target)
 	moves := 0
-	beforeMove = func(rel string) error {
+	assertRolledBack(t, target, st, func(rel string) error {
 		if moves++; moves == 5 {
 			return errors.New("injected failure")
 		}
 		return nil
-	}
+	})
+}
+
+// assertRolledBack fails a restore of target with failAt and checks that the
+// home is back as it was: content, types, modes and owners (directory mtimes
+// move with the renames and are not compared), with no staging left.
+func assertRolledBack(t *testing.T, target string, st store.Store, failAt func(rel string) error) {
+	t.Helper()
+	before := all(t, target)
+	beforeMove = failAt
 	defer func() { beforeMove = nil }()
 	err := restore(target, st, "")
 	if err == nil || !strings.Contains(err.Error(), "left as it was") {
 		t.Fatalf("restore: %v", err)
 	}
-	// Content, types, modes and owners are back; directory mtimes moved
-	// with the renames and are not compared.
 	after := all(t, target)
-	for p, a := range after {
-		if a.Type == "d" {
-			a.MTime = 0
-			after[p] = a
-		}
-	}
-	for p, a := range before {
-		if a.Type == "d" {
-			a.MTime = 0
-			before[p] = a
+	for _, tree := range []testhome.Tree{before, after} {
+		for p, a := range tree {
+			if a.Type == "d" {
+				a.MTime = 0
+				tree[p] = a
+			}
 		}
 	}
 	assertSame(t, before, after)
