@@ -17,6 +17,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
@@ -200,7 +201,7 @@ func withTimeout(ctx context.Context, d time.Duration) (context.Context, context
 }
 
 func list(ctx context.Context, st store.Store, stdout io.Writer, log zerolog.Logger) error {
-	snaps, head, err := engine.List(ctx, st)
+	snaps, head, err := repo.List(ctx, st)
 	if err != nil {
 		log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
 		return err

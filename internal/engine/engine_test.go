@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
@@ -169,7 +170,7 @@ func TestUnchangedHomeTakesNoSnapshot(t *testing.T) {
 	if !again.Unchanged || again.Parent != first.ID {
 		t.Fatalf("got %+v, want unchanged with parent %s", again, first.ID)
 	}
-	ids, head, err := List(context.Background(), st)
+	ids, head, err := repo.List(context.Background(), st)
 	if err != nil || len(ids) != 1 || head != first.ID {
 		t.Fatalf("List = %v %q %v, want just %s", ids, head, err, first.ID)
 	}
@@ -333,7 +334,7 @@ func rewriteManifest(t *testing.T, st store.Store, id string, edit func([]*archi
 		}
 		pw.CloseWithError(err)
 	}()
-	if err := st.Put(ctx, manifestKey(id), pr); err != nil {
+	if err := st.Put(ctx, repo.ManifestKey(id), pr); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -534,7 +535,7 @@ func TestHardLinkInArchiveIsRefused(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: "jobs/test/config.xml", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"})
 	tw.Close()
 	zw.Close()
-	if err := st.Put(context.Background(), archiveKey(res.ID), bytes.NewReader(buf.Bytes())); err != nil {
+	if err := st.Put(context.Background(), repo.ArchiveKey(res.ID), bytes.NewReader(buf.Bytes())); err != nil {
 		t.Fatal(err)
 	}
 	rewriteManifest(t, st, res.ID, func(es []*archive.Entry) []*archive.Entry {

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -68,7 +69,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 	}
 	id := o.Snapshot
 	if id == "" {
-		head, _, err := loadHead(ctx, o.Store)
+		head, _, err := repo.LoadHead(ctx, o.Store)
 		if err != nil {
 			return nil, err
 		}
@@ -76,10 +77,10 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 			if o.AllowEmpty {
 				return &RestoreResult{Empty: true, Elapsed: time.Since(start)}, nil
 			}
-			return nil, fmt.Errorf("%w in %s yet: take one with `snapshot --once`, or pass --allow-empty for a first boot", ErrNoSnapshot, o.Store)
+			return nil, fmt.Errorf("%w in %s yet: take one with `snapshot --once`, or pass --allow-empty for a first boot", repo.ErrNoSnapshot, o.Store)
 		}
 		id = head.Snapshot
-	} else if err := CheckID(id); err != nil {
+	} else if err := repo.CheckID(id); err != nil {
 		return nil, err
 	}
 	r := &restorer{o: o, id: id}
@@ -123,21 +124,21 @@ func (p *planReader) next(ctx context.Context) (*archive.Entry, error) {
 		return nil, io.EOF
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", storeName(p.s, manifestKey(p.id)), err)
+		return nil, fmt.Errorf("%s: %w", repo.Name(p.s, repo.ManifestKey(p.id)), err)
 	}
 	parent := archive.Parent(e.Path)
 	for len(p.dirs) > 0 && p.dirs[len(p.dirs)-1] != parent {
 		p.dirs = p.dirs[:len(p.dirs)-1]
 	}
 	if parent != "" && len(p.dirs) == 0 {
-		return nil, fmt.Errorf("%s: %w manifest: %q has no parent directory entry (a path through a symlink or file is refused)", storeName(p.s, manifestKey(p.id)), archive.ErrCorrupt, e.Path)
+		return nil, fmt.Errorf("%s: %w manifest: %q has no parent directory entry (a path through a symlink or file is refused)", repo.Name(p.s, repo.ManifestKey(p.id)), archive.ErrCorrupt, e.Path)
 	}
 	if e.Type == archive.TypeDir {
 		p.dirs = append(p.dirs, e.Path)
 	}
 	if e.HasData() {
-		if err := CheckID(e.Archive); err != nil {
-			return nil, fmt.Errorf("%s: %w manifest: %q points at archive %q", storeName(p.s, manifestKey(p.id)), archive.ErrCorrupt, e.Path, e.Archive)
+		if err := repo.CheckID(e.Archive); err != nil {
+			return nil, fmt.Errorf("%s: %w manifest: %q points at archive %q", repo.Name(p.s, repo.ManifestKey(p.id)), archive.ErrCorrupt, e.Path, e.Archive)
 		}
 	}
 	if p.n++; p.n%65536 == 0 {
@@ -335,12 +336,12 @@ func (rn *run) add(e *archive.Entry) bool {
 
 // fetchRun reads one range and writes the files it holds.
 func (r *restorer) fetchRun(ctx context.Context, rn *run) error {
-	key := archiveKey(rn.archive)
-	where := fmt.Sprintf("%s (bytes %d-%d)", storeName(r.o.Store, key), rn.start, rn.end-1)
+	key := repo.ArchiveKey(rn.archive)
+	where := fmt.Sprintf("%s (bytes %d-%d)", repo.Name(r.o.Store, key), rn.start, rn.end-1)
 	rc, err := r.o.Store.Get(ctx, key, rn.start, rn.end-rn.start)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
-			return fmt.Errorf("archive %s is missing (needed for %s): the store is damaged; nothing was changed in the home", storeName(r.o.Store, key), rn.entries[0].Path)
+			return fmt.Errorf("archive %s is missing (needed for %s): the store is damaged; nothing was changed in the home", repo.Name(r.o.Store, key), rn.entries[0].Path)
 		}
 		return fmt.Errorf("read %s: %w; nothing was changed in the home", where, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
@@ -62,16 +63,16 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 		// stronger level costs twice the CPU for ~1 % smaller archives.
 		o.Level = archive.Level(1)
 	}
-	head, headVersion, err := loadHead(ctx, o.Store)
+	head, headVersion, err := repo.LoadHead(ctx, o.Store)
 	if err != nil {
 		return nil, err
 	}
 	if head == nil {
-		if err := ensureMarker(ctx, o.Store); err != nil {
+		if err := repo.EnsureMarker(ctx, o.Store); err != nil {
 			return nil, err
 		}
 	}
-	s := &snapshotter{o: o, id: newID(start)}
+	s := &snapshotter{o: o, id: repo.NewID(start)}
 	var parent *archive.ManifestReader
 	if head != nil {
 		s.parentID = head.Snapshot
@@ -84,10 +85,10 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	if err != nil || res.Unchanged {
 		return res, err
 	}
-	data, _ := json.Marshal(Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC()})
-	if _, err := store.CompareAndSwap(ctx, o.Store, headKey, data, headVersion); err != nil {
+	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC()})
+	if _, err := store.CompareAndSwap(ctx, o.Store, repo.HeadKey, data, headVersion); err != nil {
 		if errors.Is(err, store.ErrPrecondition) {
-			return nil, fmt.Errorf("another writer moved %s while snapshot %s was taken; this snapshot was discarded (its objects are left for prune): make sure only one snapshot process writes to this store", storeName(o.Store, headKey), s.id)
+			return nil, fmt.Errorf("another writer moved %s while snapshot %s was taken; this snapshot was discarded (its objects are left for prune): make sure only one snapshot process writes to this store", repo.Name(o.Store, repo.HeadKey), s.id)
 		}
 		return nil, fmt.Errorf("move head to snapshot %s: %w", s.id, err)
 	}
@@ -97,22 +98,22 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 
 // openManifest opens a snapshot's manifest for streaming.
 func openManifest(ctx context.Context, s store.Store, id string) (*archive.ManifestReader, error) {
-	key := manifestKey(id)
+	key := repo.ManifestKey(id)
 	rc, err := s.Get(ctx, key, 0, -1)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
-			return nil, fmt.Errorf("manifest of snapshot %s is missing (%s): the store is damaged; pick another snapshot from `restore --list`", id, storeName(s, key))
+			return nil, fmt.Errorf("manifest of snapshot %s is missing (%s): the store is damaged; pick another snapshot from `restore --list`", id, repo.Name(s, key))
 		}
 		return nil, err
 	}
 	m, err := archive.NewManifestReader(readCloser{rc})
 	if err != nil {
 		rc.Close()
-		return nil, fmt.Errorf("%s: %w", storeName(s, key), err)
+		return nil, fmt.Errorf("%s: %w", repo.Name(s, key), err)
 	}
 	if m.Header.ID != id {
 		m.Close()
-		return nil, fmt.Errorf("%s: %w manifest: it describes snapshot %q", storeName(s, key), archive.ErrCorrupt, m.Header.ID)
+		return nil, fmt.Errorf("%s: %w manifest: it describes snapshot %q", repo.Name(s, key), archive.ErrCorrupt, m.Header.ID)
 	}
 	return m, nil
 }
@@ -210,8 +211,8 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 		})
 	}
 
-	manifest := newUpload(ctx, s.o.Store, manifestKey(s.id))
-	archiveUp := &lazyUpload{ctx: ctx, st: s.o.Store, key: archiveKey(s.id)}
+	manifest := newUpload(ctx, s.o.Store, repo.ManifestKey(s.id))
+	archiveUp := &lazyUpload{ctx: ctx, st: s.o.Store, key: repo.ArchiveKey(s.id)}
 	mw, err := archive.NewManifestWriter(manifest, archive.Header{
 		ID: s.id, Parent: s.parentID, Created: time.Now().UTC(),
 		Host: hostname(), Selection: s.o.Selector.Spec(),
@@ -256,13 +257,13 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 	}
 	if err := archiveUp.finish(); err != nil {
 		manifest.abort(err)
-		return nil, fmt.Errorf("upload archive %s: %w", storeName(s.o.Store, archiveKey(s.id)), err)
+		return nil, fmt.Errorf("upload archive %s: %w", repo.Name(s.o.Store, repo.ArchiveKey(s.id)), err)
 	}
 	if res.Totals, err = mw.Close(newEntries, newBytes); err != nil {
 		return nil, manifest.abort(err)
 	}
 	if err := manifest.finish(); err != nil {
-		return nil, fmt.Errorf("upload manifest %s: %w", storeName(s.o.Store, manifestKey(s.id)), err)
+		return nil, fmt.Errorf("upload manifest %s: %w", repo.Name(s.o.Store, repo.ManifestKey(s.id)), err)
 	}
 	res.Stored = archiveUp.n
 	return res, nil

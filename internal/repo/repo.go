@@ -1,6 +1,8 @@
-// Package engine takes snapshots of a home into a store and restores them.
-// It is the orchestration shared by the snapshot and restore commands.
-package engine
+// Package repo owns the layout of a homesnap store: the keys of its objects,
+// snapshot IDs, the marker that identifies a store, and the head pointer
+// moved by compare-and-swap. Everything that reads or writes the store's
+// structure goes through it; the engine fills it with snapshots.
+package repo
 
 import (
 	"context"
@@ -23,18 +25,18 @@ import (
 //	snapshots/<id>.json.zst    manifests
 //	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
 const (
-	markerKey = "homesnap.json"
-	headKey   = "head.json"
+	MarkerKey = "homesnap.json"
+	HeadKey   = "head.json"
 )
 
-func manifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
-func archiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
+func ManifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
+func ArchiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
 
 // Snapshot IDs sort by creation time and never change: a redeploy does not
 // renumber them.
 var idPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{6}$`)
 
-func newID(now time.Time) string {
+func NewID(now time.Time) string {
 	var b [3]byte
 	rand.Read(b[:])
 	return now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
@@ -63,12 +65,12 @@ type Head struct {
 // ErrNoSnapshot means the store holds no snapshot yet.
 var ErrNoSnapshot = errors.New("no snapshot")
 
-// loadHead reads the head pointer and its version. A store without a head
+// LoadHead reads the head pointer and its version. A store without a head
 // is either empty (ErrNoSnapshot) or not a homesnap store.
-func loadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) {
-	data, v, err := s.Load(ctx, headKey)
+func LoadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) {
+	data, v, err := s.Load(ctx, HeadKey)
 	if errors.Is(err, store.ErrNotExist) {
-		if err := checkMarker(ctx, s); err != nil {
+		if err := CheckMarker(ctx, s); err != nil {
 			return nil, "", err
 		}
 		return nil, "", nil
@@ -78,14 +80,14 @@ func loadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) 
 	}
 	var h Head
 	if err := json.Unmarshal(data, &h); err != nil || CheckID(h.Snapshot) != nil {
-		return nil, "", fmt.Errorf("%s/%s is corrupt (%v): restore with --snapshot ID from `restore --list`, or fix the object", s, headKey, err)
+		return nil, "", fmt.Errorf("%s/%s is corrupt (%v): restore with --snapshot ID from `restore --list`, or fix the object", s, HeadKey, err)
 	}
 	return &h, v, nil
 }
 
-// checkMarker tells an empty store from a prefix that holds something else.
-func checkMarker(ctx context.Context, s store.Store) error {
-	_, _, err := s.Load(ctx, markerKey)
+// CheckMarker tells an empty store from a prefix that holds something else.
+func CheckMarker(ctx context.Context, s store.Store) error {
+	_, _, err := s.Load(ctx, MarkerKey)
 	if err == nil {
 		return nil
 	}
@@ -99,30 +101,30 @@ func checkMarker(ctx context.Context, s store.Store) error {
 		return lerr
 	}
 	if other != "" {
-		return fmt.Errorf("%s is not a homesnap store: it holds other objects (e.g. %q) and no %s; point --store at an empty prefix or an existing homesnap store", s, other, markerKey)
+		return fmt.Errorf("%s is not a homesnap store: it holds other objects (e.g. %q) and no %s; point --store at an empty prefix or an existing homesnap store", s, other, MarkerKey)
 	}
 	return nil
 }
 
-// ensureMarker makes the store a homesnap store on the first snapshot.
-func ensureMarker(ctx context.Context, s store.Store) error {
+// EnsureMarker makes the store a homesnap store on the first snapshot.
+func EnsureMarker(ctx context.Context, s store.Store) error {
 	data, _ := json.Marshal(marker{Homesnap: 1})
-	_, err := store.CompareAndSwap(ctx, s, markerKey, data, "")
+	_, err := store.CompareAndSwap(ctx, s, MarkerKey, data, "")
 	if errors.Is(err, store.ErrPrecondition) {
 		return nil // another writer created it first
 	}
 	return err
 }
 
-// storeName is for messages: the store URL and a key.
-func storeName(s store.Store, key string) string {
+// Name is for messages: the store URL and a key.
+func Name(s store.Store, key string) string {
 	return strings.TrimSuffix(s.String(), "/") + "/" + key
 }
 
 // List returns the IDs of the snapshots in the store, oldest first, and the
 // one the head points at.
 func List(ctx context.Context, s store.Store) ([]string, string, error) {
-	head, _, err := loadHead(ctx, s)
+	head, _, err := LoadHead(ctx, s)
 	if err != nil {
 		return nil, "", err
 	}
