@@ -174,7 +174,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	log.Info().Str("snapshot", res.ID).Str("home", cfg.Home).Int64("entries", res.Entries).Int64("files", res.Files).
-		Int64("bytes", res.Bytes).Int64("fetched_bytes", res.Fetched).Dur("elapsed", res.Elapsed).Msg("restore complete")
+		Int64("bytes", res.Bytes).Int64("fetched", res.Fetched).Int64("fetched_bytes", res.FetchedBytes).
+		Int64("written", res.Written).Int64("unchanged", res.Unchanged).Int64("removed", res.Removed).
+		Dur("elapsed", res.Elapsed).Msg("restore complete")
 	return nil
 }
 
