@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,5 +81,24 @@ func TestSIGTERMStopsASlowSnapshot(t *testing.T) {
 				t.Errorf("exit 0: the interrupted snapshot reported success\n%s", tail(res.stderr, 2000))
 			}
 		})
+	}
+}
+
+// TestFileStoreOptionsAreRefused: like the object stores, a local store URL
+// with an option is refused rather than silently ignored.
+func TestFileStoreOptionsAreRefused(t *testing.T) {
+	home, storeDir := buildHome(t, "", 0), t.TempDir()
+	for _, bin := range []string{"snapshot", "restore"} {
+		args := []string{"--home", home, "--store", "file://" + storeDir + "?foo=bar"}
+		if bin == "snapshot" {
+			args = append(args, "--once")
+		}
+		r := run(t, bin, nil, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "foo=bar") {
+			t.Errorf("%s with file://...?foo=bar: exit %d, want a failure naming the option:\n%s", bin, r.code, r.stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(storeDir); len(entries) > 0 {
+		t.Errorf("the refused store was written to: %v", entries)
 	}
 }
