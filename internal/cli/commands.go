@@ -62,6 +62,11 @@ func setup(ctx context.Context, name, about string, cfg any, c *Common, args []s
 	if len(rest) > 0 {
 		return zerolog.Logger{}, nil, usageError{fmt.Errorf("unexpected argument %q (see %s --help)", rest[0], name)}
 	}
+	if v, ok := cfg.(validator); ok {
+		if err := v.validate(); err != nil {
+			return zerolog.Logger{}, nil, err
+		}
+	}
 	log, err := newLogger(c, stderr)
 	if err != nil {
 		return log, nil, err
