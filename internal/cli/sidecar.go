@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,12 +31,6 @@ type Sidecar struct {
 // sidecar runs snapshots every interval, on SIGUSR1 and on POST /snapshot,
 // and a final one when ctx ends (SIGTERM), until the final one is taken.
 func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptions, once func(context.Context, engine.SnapshotOptions) (*engine.SnapshotResult, error), log zerolog.Logger) error {
-	if cfg.Interval <= 0 {
-		return usageError{fmt.Errorf("interval %v: want a positive duration such as 5m", cfg.Interval)}
-	}
-	if cfg.WaitQuiet < 0 || cfg.Grace <= 0 {
-		return usageError{errors.New("final-wait-quiet must not be negative and final-timeout must be positive")}
-	}
 	m := metrics.New()
 	opts.Store = m.Store(opts.Store)
 	r := runner.New(runner.Options{

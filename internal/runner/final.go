@@ -46,7 +46,8 @@ func (f Final) waitForJenkins(ctx context.Context, clock Clock, log zerolog.Logg
 		}
 	}
 	if f.WaitURL != "" {
-		client := &http.Client{Timeout: poll}
+		// A Jenkins too busy to answer within a second is taken as gone.
+		client := &http.Client{Timeout: max(poll, time.Second)}
 		for answers(ctx, client, f.WaitURL) {
 			if !sleep(poll) {
 				log.Warn().Str("url", f.WaitURL).Msg("Jenkins still answers at the deadline; taking the final snapshot anyway")
