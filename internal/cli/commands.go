@@ -17,7 +17,6 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
-	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
@@ -146,7 +145,8 @@ type restoreConfig struct {
 	Common
 	Snapshot   string `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
 	AllowEmpty bool   `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
-	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots in the store and exit"`
+	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
+	Output     string `envconfig:"HOMESNAP_OUTPUT" default:"table" flag:"output" desc:"format of --list: table or json"`
 }
 
 const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
@@ -163,7 +163,11 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer st.Close()
 	if cfg.List {
-		return list(ctx, st, stdout, log)
+		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
+			log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
+			return err
+		}
+		return nil
 	}
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -191,20 +195,4 @@ func withTimeout(ctx context.Context, d time.Duration) (context.Context, context
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
-}
-
-func list(ctx context.Context, st store.Store, stdout io.Writer, log zerolog.Logger) error {
-	snaps, head, err := repo.List(ctx, st)
-	if err != nil {
-		log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
-		return err
-	}
-	for _, s := range snaps {
-		mark := ""
-		if s == head {
-			mark = "\thead"
-		}
-		fmt.Fprintf(stdout, "%s%s\n", s, mark)
-	}
-	return nil
 }

@@ -120,7 +120,7 @@ func TestSnapshotChangeSnapshotRestoreEach(t *testing.T) {
 		t.Fatalf("snapshot IDs %q and %q", id1, id2)
 	}
 	list := ok(t, run(t, "restore", nil, "--store", storeDir, "--list"))
-	if !strings.Contains(list, id1) || !strings.Contains(list, id2+"\thead") {
+	if !strings.Contains(list, id1) || !strings.Contains(list, id2+" (head)") {
 		t.Fatalf("--list:\n%s", list)
 	}
 	for _, c := range []struct {

@@ -179,9 +179,9 @@ func TestUnchangedHomeTakesNoSnapshot(t *testing.T) {
 	if !again.Unchanged || again.Parent != first.ID {
 		t.Fatalf("got %+v, want unchanged with parent %s", again, first.ID)
 	}
-	ids, head, err := repo.List(context.Background(), st)
-	if err != nil || len(ids) != 1 || head != first.ID {
-		t.Fatalf("List = %v %q %v, want just %s", ids, head, err, first.ID)
+	h, err := repo.LoadHistory(context.Background(), st)
+	if err != nil || len(h.Snapshots) != 1 || h.Head != first.ID || len(h.Unreferenced) != 0 {
+		t.Fatalf("LoadHistory = %+v %v, want just %s", h, err, first.ID)
 	}
 }
 
