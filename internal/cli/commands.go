@@ -90,6 +90,8 @@ type snapshotConfig struct {
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
 	Shrink   bool          `envconfig:"HOMESNAP_ALLOW_SHRINK" flag:"allow-shrink" desc:"commit even when over half the files or bytes, or secrets/ or nodes/, vanished since the last snapshot"`
 	Sidecar
+	Retention
+	Prune bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -130,6 +132,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Int64("new_entries", res.Totals.New).Int64("new_bytes", res.Totals.NewBytes).Int64("deleted", res.Deleted).
 			Int("archives", len(res.Totals.Archives)).Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
 		fmt.Fprintln(stdout, res.ID)
+		if cfg.Prune && !cfg.policy().Empty() {
+			runPrune(ctx, opts.Store, &cfg.Retention, false, log) // logged; the snapshot stands either way
+		}
 		return res, nil
 	}
 	if cfg.Once {

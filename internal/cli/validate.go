@@ -25,6 +25,9 @@ func (c *snapshotConfig) validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
+	if err := c.Retention.validate(); err != nil {
+		return err
+	}
 	if err := positive("--interval/HOMESNAP_INTERVAL", c.Interval); err != nil {
 		return err
 	}
