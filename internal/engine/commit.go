@@ -59,8 +59,14 @@ func (r *restorer) displace(list *[]*action, rel string) error {
 		return nil
 	}
 	if r.disp < 0 {
-		r.dispName = displacedPrefix + r.id + "-" + time.Now().UTC().Format("20060102T150405Z")
-		if err := unix.Mkdirat(r.home, r.dispName, 0o700); err != nil {
+		base := displacedPrefix + r.id + "-" + time.Now().UTC().Format("20060102T150405.000Z")
+		r.dispName = base
+		err := unix.Mkdirat(r.home, r.dispName, 0o700)
+		for i := 2; errors.Is(err, unix.EEXIST) && i < 100; i++ {
+			r.dispName = fmt.Sprintf("%s-%d", base, i)
+			err = unix.Mkdirat(r.home, r.dispName, 0o700)
+		}
+		if err != nil {
 			return fmt.Errorf("create %s: %w (is there space?)", r.abs(r.dispName), err)
 		}
 		fd, err := openDirAt(r.home, r.dispName)
