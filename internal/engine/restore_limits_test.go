@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/testhome"
@@ -198,4 +199,44 @@ func TestPathsNearPathMaxRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertSame(t, want, selected(t, home))
+}
+
+// A restore killed during its moves (SIGKILL, OOM) leaves a journal; the
+// next run undoes the moves first, so the home is as the killed restore
+// found it, wherever the kill came.
+func TestKilledRestoreIsUndoneByTheNextRun(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	snap(t, home, st)
+	for _, at := range []int{1, 4, 12, 40} {
+		t.Run(fmt.Sprint(at), func(t *testing.T) {
+			target := driftedHome(t, t.TempDir())
+			before := all(t, target)
+			steps := 0
+			_, err := restoreWith(target, st, "", func(o *RestoreOptions) {
+				o.Force = true
+				o.hooks = &restoreHooks{kill: func(*action) bool { steps++; return steps == at }}
+			})
+			if !errors.Is(err, errSimulatedKill) {
+				t.Fatalf("restore: %v", err)
+			}
+			if err := RecoverInterrupted(target, zerolog.Nop()); err != nil {
+				t.Fatal(err)
+			}
+			after := all(t, target)
+			for _, tree := range []testhome.Tree{before, after} {
+				for p, a := range tree {
+					if a.Type == "d" { // renames move directory mtimes
+						a.MTime = 0
+						tree[p] = a
+					}
+				}
+			}
+			assertSame(t, before, after)
+			assertNoStaging(t, target)
+			if err := restore(target, st, ""); err != nil {
+				t.Fatal(err)
+			}
+			assertSame(t, selected(t, home), selected(t, target))
+		})
+	}
 }
