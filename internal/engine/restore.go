@@ -149,6 +149,9 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 	if o.Jobs <= 0 {
 		o.Jobs = 8
 	}
+	if _, err := localSelector(o.Selector, o.Include, o.Exclude); err != nil {
+		return nil, err
+	}
 	if o.hooks == nil {
 		o.hooks = &restoreHooks{}
 	}
