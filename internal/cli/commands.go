@@ -17,6 +17,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
@@ -66,6 +67,9 @@ func setup(ctx context.Context, name, about string, cfg any, c *Common, args []s
 	if err != nil {
 		return log, nil, err
 	}
+	if o, ok := cfg.(interface{ storeOptional() bool }); ok && o.storeOptional() && c.Store == "" {
+		return log, nil, nil
+	}
 	st, err := store.Open(ctx, c.Store)
 	if err != nil {
 		log.Error().Err(err).Str("store", store.Redact(c.Store)).Msg("cannot open the store")
@@ -84,6 +88,9 @@ type snapshotConfig struct {
 	Exclude  []string      `envconfig:"HOMESNAP_EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
 	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
+	// ExcludeMasterKey keeps secrets/master.key out of the store (restore
+	// takes it from --master-key-file).
+	ExcludeMasterKey bool `envconfig:"HOMESNAP_EXCLUDE_MASTER_KEY" flag:"exclude-master-key" desc:"leave secrets/master.key out of the store; keep it in a Secret and give it to restore with --master-key-file"`
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -99,6 +106,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer st.Close()
+	if cfg.ExcludeMasterKey {
+		cfg.Exclude = append(cfg.Exclude, jenkins.MasterKeyPath)
+	}
 	sel, err := selector.New(selector.Spec{Preset: cfg.Preset, Include: cfg.Include, Exclude: cfg.Exclude})
 	if err != nil {
 		return usageError{err}
@@ -156,6 +166,7 @@ type restoreConfig struct {
 	Snapshot   string `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
 	AllowEmpty bool   `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
 	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots in the store and exit"`
+	AgentConfig
 }
 
 const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
@@ -170,18 +181,31 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if cfg.CheckAgents {
+		return checkAgents(ctx, &cfg, st, stdout, log)
+	}
 	defer st.Close()
 	if cfg.List {
 		return list(ctx, st, stdout, log)
 	}
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	masterKey, err := prepareAgentCheck(ctx, &cfg, st, log)
+	if err != nil {
+		return err
+	}
 	res, err := engine.Restore(ctx, engine.RestoreOptions{
 		Home: cfg.Home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Log: log,
 	})
 	if err != nil {
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("restore failed")
 		return err
+	}
+	if masterKey != nil {
+		if err := installMasterKey(cfg.Home, masterKey, log); err != nil {
+			log.Error().Err(err).Msg("restore failed")
+			return err
+		}
 	}
 	if res.Empty {
 		log.Info().Str("store", st.String()).Msg("the store has no snapshot yet; nothing restored (first boot)")

@@ -96,7 +96,9 @@ func Inspect(fsys fs.FS, o Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Nodes = nodes
+	if nodes != nil {
+		s.Nodes = nodes
+	}
 	enc, err := readOptional(fsys, IdentityPath)
 	if err != nil {
 		return nil, err

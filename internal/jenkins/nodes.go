@@ -58,7 +58,9 @@ type Node struct {
 	// SecretFingerprint); empty when the kind uses none or the agent key
 	// cannot be read.
 	SecretFingerprint string `json:"secret_fingerprint,omitempty"`
-	secret            string
+	// Revealed is the full JENKINS_SECRET, set only by State.RevealSecrets.
+	Revealed string `json:"secret,omitempty"`
+	secret   string
 }
 
 // Secret is the full JENKINS_SECRET: a credential, shown only on request.
