@@ -18,6 +18,7 @@ import (
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -157,12 +158,19 @@ func readMasterKeyFile(p string) ([]byte, error) {
 
 // agentCheck is the check a restore runs on the home as it will be, before
 // anything is moved into place: a log line per problem and a summary line.
-// It fails when a supplied master key does not unwrap the keys (Jenkins
-// would silently regenerate them all), and when require is set and
-// continuity would break.
-func agentCheck(masterKey []byte, require bool, log zerolog.Logger) func(ctx context.Context, staged fs.FS) error {
+// current is the home as it is now when it already holds keys (a
+// persistent volume): then every node and the identity are compared with
+// it. The check fails when a supplied master key does not unwrap the keys
+// (Jenkins would silently regenerate them all), and when require is set
+// and continuity would break.
+func agentCheck(c agentCheckOptions, log zerolog.Logger) func(ctx context.Context, staged fs.FS) error {
+	masterKey, require, current := c.masterKey, c.require, c.current
 	return func(ctx context.Context, staged fs.FS) error {
-		s, err := jenkins.Inspect(staged, jenkins.Options{MasterKey: masterKey})
+		key := masterKey
+		if key == nil {
+			key = c.homeKey
+		}
+		s, err := jenkins.Inspect(staged, jenkins.Options{MasterKey: key})
 		if err != nil {
 			return fmt.Errorf("agent check: %w", err)
 		}
@@ -173,10 +181,19 @@ func agentCheck(masterKey []byte, require bool, log zerolog.Logger) func(ctx con
 			}
 			ev.Str("path", p.Path).Bool("breaks_continuity", p.Breaks).Msg(p.Message)
 		}
-		if s.Breaks() {
-			log.Warn().Int("nodes", len(s.Nodes)).Msg(s.Summary())
+		breaks, summary := s.Breaks(), s.Summary()
+		if current != nil {
+			c := jenkins.Compare(current, s)
+			logComparison(log, c, "compared with the home as it is now")
+			breaks = breaks || c.Breaks
+			if c.Breaks {
+				summary = c.Summary() + " (compared with the home as it is now); " + summary
+			}
+		}
+		if breaks {
+			log.Warn().Int("nodes", len(s.Nodes)).Msg(summary)
 		} else {
-			log.Info().Int("nodes", len(s.Nodes)).Msg(s.Summary())
+			log.Info().Int("nodes", len(s.Nodes)).Msg(summary)
 		}
 		if masterKey != nil {
 			for _, k := range s.Keys {
@@ -185,11 +202,46 @@ func agentCheck(masterKey []byte, require bool, log zerolog.Logger) func(ctx con
 				}
 			}
 		}
-		if require && s.Breaks() {
-			return fmt.Errorf("%w (--require-agent-continuity): %s", errContinuity, s.Summary())
+		if require && breaks {
+			return fmt.Errorf("%w (--require-agent-continuity): %s", errContinuity, summary)
 		}
 		return nil
 	}
+}
+
+type agentCheckOptions struct {
+	masterKey []byte         // from --master-key-file: it must unwrap every key
+	homeKey   []byte         // the home's own, for a snapshot without master.key
+	require   bool           // --require-agent-continuity
+	current   *jenkins.State // the home before the restore, when it has keys
+}
+
+// logComparison logs every node that will not get back in as before, and
+// the identity when it changes.
+func logComparison(log zerolog.Logger, c *jenkins.Comparison, what string) {
+	for _, n := range c.Nodes {
+		if n.Breaks {
+			log.Warn().Str("node", n.Name).Str("kind", string(n.Kind)).Str("verdict", string(n.Verdict)).
+				Str("before", n.Before).Str("after", n.After).Msg(n.Message + " (" + what + ")")
+		}
+	}
+	if c.Identity == "changes" {
+		log.Warn().Str("before", c.IdentityBefore).Str("after", c.IdentityAfter).
+			Msg("the controller's instance identity changes: agents that pin it refuse the controller (" + what + ")")
+	}
+}
+
+// currentHome inspects the home before a restore when it already holds
+// keys, so that the restore can say what changes for its agents.
+func currentHome(home string) *jenkins.State {
+	if _, err := os.Stat(filepath.Join(home, filepath.FromSlash(jenkins.MasterKeyPath))); err != nil {
+		return nil
+	}
+	s, err := jenkins.Inspect(os.DirFS(home), jenkins.Options{})
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 // checkBeforeRestore runs agentCheck on the snapshot to be restored, read
@@ -201,12 +253,19 @@ func checkBeforeRestore(ctx context.Context, cfg *restoreConfig, st store.Store,
 	if err != nil {
 		return err
 	}
-	if masterKey == nil {
-		if _, err := fs.Stat(sfs, jenkins.MasterKeyPath); errors.Is(err, fs.ErrNotExist) {
-			masterKey, _ = os.ReadFile(filepath.Join(cfg.Home, filepath.FromSlash(jenkins.MasterKeyPath)))
-		}
+	o := agentCheckOptions{masterKey: masterKey, require: cfg.RequireAgentContinuity, current: currentHome(cfg.Home)}
+	if masterKey == nil && !ownsMasterKey(sfs) {
+		// The restore leaves the home's master.key where it is.
+		o.homeKey, _ = os.ReadFile(filepath.Join(cfg.Home, filepath.FromSlash(jenkins.MasterKeyPath)))
 	}
-	return agentCheck(masterKey, cfg.RequireAgentContinuity, log.With().Str("snapshot", sfs.ID()).Logger())(ctx, sfs)
+	return agentCheck(o, log.With().Str("snapshot", sfs.ID()).Logger())(ctx, sfs)
+}
+
+// ownsMasterKey reports whether a snapshot's selection covers master.key
+// (a restore then makes the home's equal to the snapshot's, even absent).
+func ownsMasterKey(sfs *engine.SnapshotFS) bool {
+	sel, err := selector.New(sfs.Header.Selection)
+	return err != nil || sel.Selected(jenkins.MasterKeyPath)
 }
 
 // installMasterKey puts the supplied master key at secrets/master.key (mode
@@ -282,7 +341,7 @@ func prepareAgentCheck(ctx context.Context, cfg *restoreConfig, st store.Store, 
 		err = nil
 		if opts.MasterKey != nil {
 			if _, serr := os.Stat(cfg.Home); serr == nil {
-				err = agentCheck(opts.MasterKey, cfg.RequireAgentContinuity, log)(ctx, os.DirFS(cfg.Home))
+				err = agentCheck(agentCheckOptions{masterKey: opts.MasterKey, require: cfg.RequireAgentContinuity}, log)(ctx, os.DirFS(cfg.Home))
 			}
 		}
 	}
@@ -291,4 +350,65 @@ func prepareAgentCheck(ctx context.Context, cfg *restoreConfig, st store.Store, 
 		return nil, err
 	}
 	return opts.MasterKey, nil
+}
+
+// guardKeys runs before every snapshot: it compares the home with the head
+// snapshot, and refuses to replace the head when the home's keys were
+// regenerated (a controller that started without its restore), so a good
+// head is never replaced silently. Nodes added or removed are normal
+// administration and pass. accept commits anyway, still loudly.
+func guardKeys(ctx context.Context, home string, st store.Store, accept bool, log zerolog.Logger) error {
+	if home == "" {
+		return nil // the snapshot says what is missing
+	}
+	err := compareWithHead(ctx, home, st, accept, log)
+	if err != nil && !errors.Is(err, errContinuity) {
+		log.Error().Err(err).Str("home", home).Str("store", st.String()).Msg("agent check before the snapshot failed")
+	}
+	return err
+}
+
+func compareWithHead(ctx context.Context, home string, st store.Store, accept bool, log zerolog.Logger) error {
+	now, err := jenkins.Inspect(os.DirFS(home), jenkins.Options{})
+	if err != nil {
+		return fmt.Errorf("agent check of %s: %w", home, err)
+	}
+	sfs, err := engine.OpenSnapshotFS(ctx, st, "", jenkins.Needed)
+	if errors.Is(err, repo.ErrNoSnapshot) {
+		for _, p := range now.Problems {
+			if p.Breaks {
+				log.Warn().Str("path", p.Path).Msg(p.Message)
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var opts jenkins.Options
+	if !ownsMasterKey(sfs) {
+		opts.MasterKey, _ = os.ReadFile(filepath.Join(home, filepath.FromSlash(jenkins.MasterKeyPath)))
+	}
+	head, err := jenkins.Inspect(sfs, opts)
+	if err != nil {
+		return fmt.Errorf("agent check of snapshot %s: %w", sfs.ID(), err)
+	}
+	c := jenkins.Compare(head, now)
+	if !c.KeysChanged && !(now.Breaks() && !head.Breaks()) {
+		return nil
+	}
+	what := "compared with head snapshot " + sfs.ID()
+	for _, p := range now.Problems {
+		if p.Breaks {
+			log.Error().Str("path", p.Path).Msg(p.Message)
+		}
+	}
+	logComparison(log, c, what)
+	if accept {
+		log.Error().Str("head", sfs.ID()).Msg("the home's keys changed since the head snapshot; committing anyway (--accept-key-change)")
+		return nil
+	}
+	err = fmt.Errorf("%w: the home's keys changed since the head snapshot %s (%s); the head is kept: restore it before Jenkins starts, or pass --accept-key-change if the keys were rotated on purpose", errContinuity, sfs.ID(), c.Summary())
+	log.Error().Err(err).Msg("snapshot refused")
+	return err
 }

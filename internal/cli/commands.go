@@ -91,6 +91,7 @@ type snapshotConfig struct {
 	// ExcludeMasterKey keeps secrets/master.key out of the store (restore
 	// takes it from --master-key-file).
 	ExcludeMasterKey bool `envconfig:"HOMESNAP_EXCLUDE_MASTER_KEY" flag:"exclude-master-key" desc:"leave secrets/master.key out of the store; keep it in a Secret and give it to restore with --master-key-file"`
+	AcceptKeyChange  bool `envconfig:"HOMESNAP_ACCEPT_KEY_CHANGE" flag:"accept-key-change" desc:"commit even when the home's agent secrets or identity differ from the head snapshot (keys rotated on purpose)"`
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -119,6 +120,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log, Force: cfg.Force}
 	once := func(ctx context.Context) error {
+		if err := guardKeys(ctx, cfg.Home, st, cfg.AcceptKeyChange, log); err != nil {
+			return err
+		}
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")

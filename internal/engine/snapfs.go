@@ -22,6 +22,7 @@ import (
 // indexes the chosen paths from the manifest; reading a file fetches its
 // byte range from the archive and verifies its hash.
 type SnapshotFS struct {
+	Header  archive.Header // the manifest's: ID, parent, selection
 	ctx     context.Context
 	st      store.Store
 	id      string
@@ -54,7 +55,7 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 		return nil, err
 	}
 	defer pr.Close()
-	f := &SnapshotFS{ctx: ctx, st: st, id: id, entries: map[string]*archive.Entry{}, kids: map[string][]string{".": nil}}
+	f := &SnapshotFS{Header: pr.m.Header, ctx: ctx, st: st, id: id, entries: map[string]*archive.Entry{}, kids: map[string][]string{".": nil}}
 	for {
 		e, err := pr.next(ctx)
 		if errors.Is(err, io.EOF) {

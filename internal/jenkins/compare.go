@@ -46,6 +46,10 @@ type Comparison struct {
 	IdentityBefore string `json:"identity_before,omitempty"`
 	IdentityAfter  string `json:"identity_after,omitempty"`
 	Breaks         bool   `json:"breaks"`
+	// KeysChanged: an agent secret or the identity changes, as when a
+	// controller started without its keys and Jenkins made new ones.
+	// Nodes added or removed by an administrator do not count.
+	KeysChanged bool `json:"keys_changed"`
 }
 
 // Compare says node by node whether each agent that could connect in
@@ -85,8 +89,10 @@ func Compare(before, after *State) *Comparison {
 		c.IdentityAfter = after.Identity.Fingerprint
 	}
 	c.Breaks = c.Identity == "changes"
+	c.KeysChanged = c.Identity == "changes"
 	for _, n := range c.Nodes {
 		c.Breaks = c.Breaks || n.Breaks
+		c.KeysChanged = c.KeysChanged || n.Verdict == SecretChanges
 	}
 	return c
 }
