@@ -17,6 +17,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
@@ -70,6 +71,9 @@ func setup(ctx context.Context, name, about string, cfg any, c *Common, args []s
 	if err != nil {
 		return log, nil, err
 	}
+	if o, ok := cfg.(interface{ storeOptional() bool }); ok && o.storeOptional() && c.Store == "" {
+		return log, nil, nil
+	}
 	st, err := store.Open(ctx, c.Store)
 	if err != nil {
 		log.Error().Err(err).Str("store", store.Redact(c.Store)).Msg("cannot open the store")
@@ -83,12 +87,16 @@ type snapshotConfig struct {
 	Once     bool          `envconfig:"HOMESNAP_ONCE" flag:"once" desc:"take one snapshot and exit (cron, disaster recovery)"`
 	Interval time.Duration `envconfig:"HOMESNAP_INTERVAL" default:"5m" flag:"interval" desc:"time between snapshots when running as a sidecar"`
 	Grace    time.Duration `envconfig:"HOMESNAP_FINAL_TIMEOUT" default:"25s" flag:"final-timeout" desc:"deadline of the final snapshot taken on SIGTERM (keep below the pod's grace period)"`
-	Preset   string        `envconfig:"HOMESNAP_PRESET" default:"jenkins" flag:"preset" desc:"selection preset: jenkins, all or none"`
+	Preset   string        `envconfig:"HOMESNAP_PRESET" default:"jenkins" flag:"preset" desc:"selection preset: jenkins (agents and jobs), controller (the whole state of a controller configured by hand), all or none"`
 	Include  []string      `envconfig:"HOMESNAP_INCLUDE" flag:"include" desc:"glob of extra paths to select, relative to the home (** allowed)"`
 	Exclude  []string      `envconfig:"HOMESNAP_EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
 	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
 	Shrink   bool          `envconfig:"HOMESNAP_ALLOW_SHRINK" flag:"allow-shrink" desc:"commit even when over half the files or bytes, or secrets/ or nodes/, vanished since the last snapshot"`
+	// ExcludeMasterKey keeps secrets/master.key out of the store (restore
+	// takes it from --master-key-file).
+	ExcludeMasterKey bool `envconfig:"HOMESNAP_EXCLUDE_MASTER_KEY" flag:"exclude-master-key" desc:"leave secrets/master.key out of the store; keep it in a Secret and give it to restore with --master-key-file"`
+	AcceptKeyChange  bool `envconfig:"HOMESNAP_ACCEPT_KEY_CHANGE" flag:"accept-key-change" desc:"commit even when the home's agent secrets or identity differ from the head snapshot (keys rotated on purpose)"`
 	Sidecar
 	Retention
 	Prune bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
@@ -107,6 +115,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer st.Close()
+	if cfg.ExcludeMasterKey {
+		cfg.Exclude = append(cfg.Exclude, jenkins.MasterKeyPath)
+	}
 	sel, err := selector.New(selector.Spec{Preset: cfg.Preset, Include: cfg.Include, Exclude: cfg.Exclude})
 	if err != nil {
 		return usageError{err}
@@ -118,6 +129,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
 		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink}
 	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
+		if err := guardKeys(ctx, cfg.Home, st, cfg.AcceptKeyChange, log); err != nil {
+			return nil, err
+		}
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
@@ -151,7 +165,8 @@ type restoreConfig struct {
 	Snapshot   string `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
 	AllowEmpty bool   `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
 	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
-	Output     string `envconfig:"HOMESNAP_OUTPUT" default:"table" flag:"output" desc:"format of --list: table or json"`
+	Output     string `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
+	AgentConfig
 }
 
 const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
@@ -166,6 +181,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if cfg.CheckAgents {
+		return checkAgents(ctx, &cfg, st, stdout, log)
+	}
 	defer st.Close()
 	if cfg.List {
 		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
@@ -176,12 +194,22 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	masterKey, err := prepareAgentCheck(ctx, &cfg, st, log)
+	if err != nil {
+		return err
+	}
 	res, err := engine.Restore(ctx, engine.RestoreOptions{
 		Home: cfg.Home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Log: log,
 	})
 	if err != nil {
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("restore failed")
 		return err
+	}
+	if masterKey != nil {
+		if err := installMasterKey(cfg.Home, masterKey, log); err != nil {
+			log.Error().Err(err).Msg("restore failed")
+			return err
+		}
 	}
 	if res.Empty {
 		log.Info().Str("store", st.String()).Msg("the store has no snapshot yet; nothing restored (first boot)")

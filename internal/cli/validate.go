@@ -57,8 +57,10 @@ func (c *restoreConfig) validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
-	if c.Output != "table" && c.Output != "json" {
-		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want table or json", c.Output)}
+	switch c.Output {
+	case "text", "table", "json":
+	default:
+		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want text (or table) or json", c.Output)}
 	}
 	return nil
 }
