@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,6 +33,11 @@ type SnapshotOptions struct {
 	Log      zerolog.Logger
 	// Force commits a snapshot even when nothing changed since the parent.
 	Force bool
+	// Recipients are the fingerprints of the age recipients Store encrypts
+	// to (empty: plain), recorded in the head. When they differ from the
+	// parent's, the snapshot is a full one, so that all it references is
+	// encrypted to the same recipients (key rotation, migration).
+	Recipients []string
 }
 
 // SnapshotResult describes a committed (or skipped) snapshot.
@@ -76,6 +82,8 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	var parent *archive.ManifestReader
 	if head != nil {
 		s.parentID = head.Snapshot
+	}
+	if head != nil && slices.Equal(head.Recipients, o.Recipients) {
 		if parent, err = openManifest(ctx, o.Store, head.Snapshot); err != nil {
 			return nil, err
 		}
@@ -85,7 +93,7 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	if err != nil || res.Unchanged {
 		return res, err
 	}
-	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC()})
+	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC(), Recipients: o.Recipients})
 	if _, err := store.CompareAndSwap(ctx, o.Store, repo.HeadKey, data, headVersion); err != nil {
 		if errors.Is(err, store.ErrPrecondition) {
 			return nil, fmt.Errorf("another writer moved %s while snapshot %s was taken; this snapshot was discarded (its objects are left for prune): make sure only one snapshot process writes to this store", repo.Name(o.Store, repo.HeadKey), s.id)

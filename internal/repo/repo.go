@@ -24,13 +24,26 @@ import (
 //	head.json                  the newest snapshot, moved by compare-and-swap
 //	snapshots/<id>.json.zst    manifests
 //	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
+//
+// In an encrypted store, the objects that carry home content (manifests and
+// archives) are age files stored under their key plus EncryptedSuffix, e.g.
+// archives/<id>.tar.zst.age, so that `age -d` gives back the plain object.
 const (
-	MarkerKey = "homesnap.json"
-	HeadKey   = "head.json"
+	MarkerKey       = "homesnap.json"
+	HeadKey         = "head.json"
+	EncryptedSuffix = ".age"
 )
 
 func ManifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
 func ArchiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
+
+// CarriesContent tells whether key holds home content (paths, sizes,
+// hashes, file bytes) and is therefore encrypted in an encrypted store. The
+// marker and the head hold only IDs, times and recipient fingerprints. A new
+// kind of object must be added here if it says anything about the home.
+func CarriesContent(key string) bool {
+	return strings.HasPrefix(key, "snapshots/") || strings.HasPrefix(key, "archives/")
+}
 
 // Snapshot IDs sort by creation time and never change: a redeploy does not
 // renumber them.
@@ -50,16 +63,31 @@ func CheckID(id string) error {
 	return nil
 }
 
-// marker identifies a homesnap store and its format.
-type marker struct {
+// Marker identifies a homesnap store and its format, and says whether its
+// snapshots are encrypted: a store never mixes plain and encrypted ones
+// without an explicit migration.
+type Marker struct {
 	Homesnap int `json:"homesnap"`
+	// Encryption is "age" for an encrypted store, empty for a plain one.
+	Encryption string `json:"encryption,omitempty"`
+	// Recipients are the fingerprints of every age recipient any snapshot
+	// of this store was encrypted to, oldest first (never the keys).
+	Recipients []string `json:"recipients,omitempty"`
 }
+
+// EncryptionAge is the Marker's Encryption of an age-encrypted store.
+const EncryptionAge = "age"
 
 // Head is the pointer to the newest snapshot.
 type Head struct {
 	Snapshot string    `json:"snapshot"`
 	Parent   string    `json:"parent,omitempty"`
 	Time     time.Time `json:"time"`
+	// Recipients are the sorted fingerprints of the age recipients the
+	// snapshot is encrypted to; empty for a plain snapshot. A snapshot
+	// whose recipients differ from its parent's is a full one, so that
+	// every object it references is encrypted to the same recipients.
+	Recipients []string `json:"recipients,omitempty"`
 }
 
 // ErrNoSnapshot means the store holds no snapshot yet.
@@ -108,12 +136,37 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 
 // EnsureMarker makes the store a homesnap store on the first snapshot.
 func EnsureMarker(ctx context.Context, s store.Store) error {
-	data, _ := json.Marshal(marker{Homesnap: 1})
-	_, err := store.CompareAndSwap(ctx, s, MarkerKey, data, "")
+	_, err := SaveMarker(ctx, s, &Marker{}, "")
 	if errors.Is(err, store.ErrPrecondition) {
 		return nil // another writer created it first
 	}
 	return err
+}
+
+// LoadMarker reads the marker and its version; nil without error when the
+// store has none.
+func LoadMarker(ctx context.Context, s store.Store) (*Marker, store.Version, error) {
+	data, v, err := s.Load(ctx, MarkerKey)
+	if errors.Is(err, store.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var m Marker
+	if err := json.Unmarshal(data, &m); err != nil || m.Homesnap != 1 {
+		return nil, "", fmt.Errorf("%s is not a homesnap marker this version understands (%v): check --store", Name(s, MarkerKey), err)
+	}
+	return &m, v, nil
+}
+
+// SaveMarker writes the marker if it is still at version old ("" creates
+// it); it returns an error wrapping store.ErrPrecondition when another
+// writer changed it first.
+func SaveMarker(ctx context.Context, s store.Store, m *Marker, old store.Version) (store.Version, error) {
+	m.Homesnap = 1
+	data, _ := json.Marshal(m)
+	return store.CompareAndSwap(ctx, s, MarkerKey, data, old)
 }
 
 // Name is for messages: the store URL and a key.
@@ -130,7 +183,8 @@ func List(ctx context.Context, s store.Store) ([]string, string, error) {
 	}
 	var ids []string
 	err = s.List(ctx, "snapshots/", func(o store.Object) error {
-		id := strings.TrimSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json.zst")
+		id := strings.TrimPrefix(strings.TrimSuffix(o.Key, EncryptedSuffix), "snapshots/")
+		id = strings.TrimSuffix(id, ".json.zst")
 		if CheckID(id) == nil {
 			ids = append(ids, id)
 		}
