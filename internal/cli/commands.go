@@ -84,6 +84,7 @@ type snapshotConfig struct {
 	Exclude  []string      `envconfig:"HOMESNAP_EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
 	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
+	AgeSnapshot
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -107,7 +108,11 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !ok {
 		return usageError{fmt.Errorf("level %q: want fastest, default, better or best", cfg.Level)}
 	}
-	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log, Force: cfg.Force}
+	enc, err := snapshotStore(ctx, &cfg.AgeSnapshot, st, log)
+	if err != nil {
+		return err
+	}
+	opts := engine.SnapshotOptions{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log, Force: cfg.Force, Recipients: enc.Recipients}
 	once := func(ctx context.Context) error {
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {
@@ -156,6 +161,7 @@ type restoreConfig struct {
 	Snapshot   string `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
 	AllowEmpty bool   `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
 	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots in the store and exit"`
+	AgeIdentity
 }
 
 const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
@@ -176,8 +182,12 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, cfg.Snapshot, log)
+	if err != nil {
+		return err
+	}
 	res, err := engine.Restore(ctx, engine.RestoreOptions{
-		Home: cfg.Home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Log: log,
+		Home: cfg.Home, Store: dec.Store, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Log: log,
 	})
 	if err != nil {
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("restore failed")
