@@ -97,6 +97,7 @@ type snapshotConfig struct {
 	// takes it from --master-key-file).
 	ExcludeMasterKey bool `envconfig:"HOMESNAP_EXCLUDE_MASTER_KEY" flag:"exclude-master-key" desc:"leave secrets/master.key out of the store; keep it in a Secret and give it to restore with --master-key-file"`
 	AcceptKeyChange  bool `envconfig:"HOMESNAP_ACCEPT_KEY_CHANGE" flag:"accept-key-change" desc:"commit even when the home's agent secrets or identity differ from the head snapshot (keys rotated on purpose)"`
+	AgeSnapshot
 	Sidecar
 	Retention
 	Prune bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
@@ -126,10 +127,14 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !ok {
 		return usageError{fmt.Errorf("level %q: want fastest, default, better or best", cfg.Level)}
 	}
-	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
-		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink}
+	enc, err := snapshotStore(ctx, &cfg.AgeSnapshot, st, log)
+	if err != nil {
+		return err
+	}
+	opts := engine.SnapshotOptions{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
+		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients}
 	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
-		if err := guardKeys(ctx, cfg.Home, st, cfg.AcceptKeyChange, log); err != nil {
+		if err := guardKeys(ctx, cfg.Home, enc.Store, cfg.AcceptKeyChange, log); err != nil {
 			return nil, err
 		}
 		res, err := engine.Snapshot(ctx, opts)
@@ -167,6 +172,7 @@ type restoreConfig struct {
 	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
 	Output     string `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
 	AgentConfig
+	AgeIdentity
 }
 
 const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
@@ -180,6 +186,20 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	log, st, err := setup(ctx, "restore", restoreAbout, &cfg, &cfg.Common, args, stderr)
 	if err != nil {
 		return err
+	}
+	if st != nil {
+		// An encrypted store is read through age from here on; a missing
+		// or wrong identity fails now, naming the recipients it needs.
+		snapshot := cfg.Snapshot
+		if snapshot == "head" {
+			snapshot = ""
+		}
+		dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, snapshot, log)
+		if err != nil {
+			st.Close()
+			return err
+		}
+		st = dec.Store
 	}
 	if cfg.CheckAgents {
 		return checkAgents(ctx, &cfg, st, stdout, log)

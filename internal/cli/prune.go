@@ -50,6 +50,7 @@ func runPrune(ctx context.Context, st store.Store, r *Retention, dryRun bool, lo
 type pruneConfig struct {
 	Common
 	Retention
+	AgeIdentity // an encrypted store's records are read through age
 	DryRun bool `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
 }
 
@@ -76,7 +77,11 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	p, err := runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log)
+	dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, "", log)
+	if err != nil {
+		return err
+	}
+	p, err := runPrune(ctx, dec.Store, &cfg.Retention, cfg.DryRun, log)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -37,6 +38,11 @@ type SnapshotOptions struct {
 	// unless AllowShrink is set.
 	Vital       []string
 	AllowShrink bool
+	// Recipients are the fingerprints of the age recipients Store encrypts
+	// to (empty: plain), recorded in the head. When they differ from the
+	// parent's, the snapshot is a full one, so that all it references is
+	// encrypted to the same recipients (key rotation, migration).
+	Recipients []string
 }
 
 // SnapshotResult describes a committed (or skipped) snapshot.
@@ -81,6 +87,8 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	var parent *archive.ManifestReader
 	if head != nil {
 		s.parentID = head.Snapshot
+	}
+	if head != nil && slices.Equal(head.Recipients, o.Recipients) {
 		if parent, err = openManifest(ctx, o.Store, head.Snapshot); err != nil {
 			return nil, err
 		}
@@ -113,7 +121,7 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 // it (an answer lost after the write was applied).
 func (s *snapshotter) moveHead(ctx context.Context, headVersion store.Version, start time.Time) error {
 	st := s.o.Store
-	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC()})
+	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC(), Recipients: s.o.Recipients})
 	_, err := store.CompareAndSwap(ctx, st, repo.HeadKey, data, headVersion)
 	switch {
 	case err == nil:
