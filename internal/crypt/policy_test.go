@@ -39,7 +39,8 @@ func snapshotWith(t *testing.T, home string, st store.Store, k Keys) (*engine.Sn
 	}
 	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
 	return engine.Snapshot(context.Background(), engine.SnapshotOptions{
-		Home: home, Store: setup.Store, Selector: sel, Log: zerolog.Nop(), Recipients: setup.Recipients})
+		Home: home, Store: setup.Store, Selector: sel, Log: zerolog.Nop(), Recipients: setup.Recipients,
+		AllowShrink: true}) // the tests drop big files on purpose
 }
 
 func restoreWith(t *testing.T, home string, st store.Store, k Keys, id string) error {

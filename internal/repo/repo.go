@@ -26,8 +26,8 @@ import (
 //	snapshots/<id>.json        records: a snapshot's summary (see Record)
 //	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
 //
-// In an encrypted store, the objects that carry home content (records,
-// manifests and archives) are age files stored under their key plus
+// In an encrypted store, the objects that carry home content (manifests
+// and archives) are age files stored under their key plus
 // EncryptedSuffix, e.g. archives/<id>.tar.zst.age, so that `age -d` gives
 // back the plain object.
 const (
@@ -49,11 +49,13 @@ func ArchiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
 func Keys(id string) []string { return []string{RecordKey(id), ManifestKey(id), ArchiveKey(id)} }
 
 // CarriesContent tells whether key holds home content (paths, sizes,
-// hashes, file bytes) and is therefore encrypted in an encrypted store. The
-// marker and the head hold only IDs, times and recipient fingerprints. A new
-// kind of object must be added here if it says anything about the home.
+// hashes, file bytes) and is therefore encrypted in an encrypted store:
+// manifests and archives. The marker, the head and the records hold only
+// IDs, times, totals and recipient fingerprints, so that listing and
+// pruning work without a key, across key rotations. A new kind of object
+// must be added here if it says anything about the home.
 func CarriesContent(key string) bool {
-	return strings.HasPrefix(key, "snapshots/") || strings.HasPrefix(key, "archives/")
+	return strings.HasPrefix(key, "archives/") || strings.HasPrefix(key, "snapshots/") && strings.HasSuffix(key, ".json.zst")
 }
 
 // Snapshot IDs sort by creation time and never change: a redeploy does not
