@@ -50,8 +50,8 @@ func runPrune(ctx context.Context, st store.Store, r *Retention, dryRun bool, lo
 type pruneConfig struct {
 	Common
 	Retention
-	AgeIdentity // an encrypted store's records are read through age
-	DryRun bool `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
+	AgeIdentity      // an encrypted store's records are read through age
+	DryRun      bool `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
 }
 
 func (c *pruneConfig) validate() error {
