@@ -18,6 +18,7 @@ import (
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/jenkins"
+	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
@@ -156,13 +157,20 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return res, nil
 	}
+	l := lease.New(st, lease.Me(), cfg.LeaseTTL, nil)
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)
 		defer cancel()
+		if err := l.Acquire(ctx); err != nil {
+			log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused: ask the running sidecar for one with POST /snapshot or SIGUSR1")
+			return err
+		}
+		defer l.Release(context.WithoutCancel(ctx))
+		opts.Store = l.Fence(opts.Store)
 		_, err := once(ctx, opts)
 		return err
 	}
-	return sidecar(ctx, &cfg, opts, once, log)
+	return sidecar(ctx, &cfg, opts, once, l, log)
 }
 
 type restoreConfig struct {

@@ -34,6 +34,9 @@ func (c *snapshotConfig) validate() error {
 	if err := nonNegative("--final-wait-quiet/HOMESNAP_FINAL_WAIT_QUIET", c.WaitQuiet, "0 means no wait"); err != nil {
 		return err
 	}
+	if err := positive("--lease-ttl/HOMESNAP_LEASE_TTL", c.LeaseTTL); err != nil {
+		return err
+	}
 	return positive("--final-timeout/HOMESNAP_FINAL_TIMEOUT", c.Grace)
 }
 
