@@ -165,7 +165,13 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused: ask the running sidecar for one with POST /snapshot or SIGUSR1")
 			return err
 		}
-		defer l.Release(context.WithoutCancel(ctx))
+		defer func() {
+			// Bounded: a store that is gone must not hold the exit up, and
+			// an unreleased lease expires on its own.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			l.Release(rctx)
+		}()
 		opts.Store = l.Fence(opts.Store)
 		_, err := once(ctx, opts)
 		return err
@@ -195,6 +201,14 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if cfg.List { // records are never encrypted: listing needs no key
+		defer st.Close()
+		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
+			log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
+			return err
+		}
+		return nil
+	}
 	if st != nil {
 		// An encrypted store is read through age from here on; a missing
 		// or wrong identity fails now, naming the recipients it needs.
@@ -213,13 +227,6 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return checkAgents(ctx, &cfg, st, stdout, log)
 	}
 	defer st.Close()
-	if cfg.List {
-		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
-			log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
-			return err
-		}
-		return nil
-	}
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	masterKey, err := prepareAgentCheck(ctx, &cfg, st, log)

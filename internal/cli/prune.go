@@ -77,11 +77,9 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, "", log)
-	if err != nil {
-		return err
-	}
-	p, err := runPrune(ctx, dec.Store, &cfg.Retention, cfg.DryRun, log)
+	// Records are never encrypted and prune deletes the keys it lists, so
+	// an encrypted store needs no key here.
+	p, err := runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log)
 	if err != nil {
 		return err
 	}

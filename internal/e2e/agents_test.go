@@ -140,9 +140,8 @@ func TestBrokenContinuityIsRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			home, storeDir, live := agentHome(t), t.TempDir(), t.TempDir()
-			ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir))
+			good := ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir))
 			ok(t, run(t, "restore", nil, "--home", live, "--store", storeDir))
-			good := strings.Fields(ok(t, run(t, "restore", nil, "--list", "--store", storeDir)))[0]
 			tc.damage(t, home)
 
 			// The check names it, comparing the damaged home with the head.
@@ -161,7 +160,7 @@ func TestBrokenContinuityIsRefused(t *testing.T) {
 				if r.code != 1 || !strings.Contains(r.stderr, "head is kept") {
 					t.Fatalf("snapshot of a regenerated home: exit %d\n%s", r.code, r.stderr)
 				}
-				if out := ok(t, run(t, "restore", nil, "--list", "--store", storeDir)); strings.Count(out, "\n") != 0 || !strings.Contains(out, good+"\thead") {
+				if out := ok(t, run(t, "restore", nil, "--list", "--store", storeDir, "--output", "json")); strings.Count(out, `"id"`) != 1 || !strings.Contains(out, good) {
 					t.Fatalf("the head moved:\n%s", out)
 				}
 				// Told to, it commits.
