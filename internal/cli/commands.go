@@ -101,7 +101,8 @@ type snapshotConfig struct {
 	AgeSnapshot
 	Sidecar
 	Retention
-	Prune bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
+	ConsolidateMax int  `envconfig:"HOMESNAP_CONSOLIDATE_MAX_ARCHIVES" default:"8" flag:"consolidate-max-archives" desc:"after a snapshot, when the head points into more archives than this (or into one mostly dead), copy the small ones' live files into one (0: never)"`
+	Prune          bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -152,6 +153,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Int64("new_entries", res.Totals.New).Int64("new_bytes", res.Totals.NewBytes).Int64("deleted", res.Deleted).
 			Int("archives", len(res.Totals.Archives)).Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
 		fmt.Fprintln(stdout, res.ID)
+		consolidate(ctx, opts, cfg.ConsolidateMax, stdout, log)
 		if cfg.Prune && !cfg.policy().Empty() {
 			runPrune(ctx, opts.Store, &cfg.Retention, false, log) // logged; the snapshot stands either way
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/prune"
 	"github.com/homesnap/homesnap/internal/retention"
 	"github.com/homesnap/homesnap/internal/store"
@@ -101,4 +102,18 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: kept %d of %d snapshots; %s %d objects, %d bytes\n", p.Policy, p.Kept(), len(p.Decisions), verb, len(p.Delete), p.Freed())
 	return nil
+}
+
+// consolidate takes a consolidating snapshot when the head is due one; a
+// failure is logged and leaves the head as it was.
+func consolidate(ctx context.Context, opts engine.SnapshotOptions, maxArchives int, stdout io.Writer, log zerolog.Logger) {
+	res, err := engine.Consolidate(ctx, opts, engine.ConsolidatePolicy{MaxArchives: maxArchives})
+	switch {
+	case err != nil:
+		log.Error().Err(err).Msg("consolidation failed; the head is unchanged")
+	case !res.Unchanged:
+		log.Info().Str("snapshot", res.ID).Str("parent", res.Parent).Int("archives", len(res.Totals.Archives)).
+			Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("consolidated: the head points into fewer archives")
+		fmt.Fprintln(stdout, res.ID)
+	}
 }

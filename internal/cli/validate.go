@@ -28,6 +28,9 @@ func (c *snapshotConfig) validate() error {
 	if err := c.Retention.validate(); err != nil {
 		return err
 	}
+	if c.ConsolidateMax < 0 {
+		return usageError{fmt.Errorf("--consolidate-max-archives/HOMESNAP_CONSOLIDATE_MAX_ARCHIVES %d: want 0 (never) or more", c.ConsolidateMax)}
+	}
 	if err := positive("--interval/HOMESNAP_INTERVAL", c.Interval); err != nil {
 		return err
 	}
