@@ -74,15 +74,31 @@ func (r *restorer) displace(list *[]*action, rel string) error {
 			return err
 		}
 		r.disp = fd
+		if err := r.chownOurs(r.home, r.dispName); err != nil {
+			return err
+		}
 	}
 	parts := strings.Split(rel, "/")
 	for i := 1; i < len(parts); i++ {
-		err := unix.Mkdirat(r.disp, strings.Join(parts[:i], "/"), 0o700)
+		p := strings.Join(parts[:i], "/")
+		err := unix.Mkdirat(r.disp, p, 0o700)
+		if err == nil {
+			err = r.chownOurs(r.disp, p)
+		}
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("prepare %s: %w (is there space?)", r.abs(r.dispName+"/"+rel), err)
 		}
 	}
 	return nil
+}
+
+// chownOurs gives a directory the restore made to --chown's ids, so that
+// the home's user can reach the paths kept in it.
+func (r *restorer) chownOurs(dir int, rel string) error {
+	if r.o.Chown == nil {
+		return nil
+	}
+	return unix.Fchownat(dir, rel, r.o.Chown.UID, r.o.Chown.GID, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // findExtras plans the removal of the selected paths of the home that the

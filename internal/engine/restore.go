@@ -52,7 +52,8 @@ type RestoreOptions struct {
 	DryRun bool
 	// OnChange, when set, is called for every path the restore writes,
 	// replaces, removes or fixes the metadata of, as it is planned (also
-	// in a dry run).
+	// in a dry run). A directory removed whole is reported once, not
+	// every path below it.
 	OnChange func(Change)
 	// Chown makes everything the restore writes owned by these ids instead
 	// of the snapshot's (needs root, or the ids of the process).
@@ -82,6 +83,7 @@ type RestoreResult struct {
 	Fetched      int64
 	FetchedBytes int64
 	Written      int64 // paths written from the snapshot (new or replaced)
+	WrittenBytes int64 // their file bytes
 	Unchanged    int64 // paths a delta restore left as they were
 	MetaFixed    int64 // paths whose content matched but metadata was set
 	Removed      int64 // selected paths of the home the snapshot does not have

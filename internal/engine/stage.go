@@ -145,7 +145,7 @@ func (s *stager) entry(e *archive.Entry) error {
 		parent = s.stack[len(s.stack)-1]
 	}
 	if parent != nil && parent.whole { // the home has nothing here
-		r.res.Written++
+		r.change(ChangeWrite, e.Path, e.Size)
 		if e.Type == archive.TypeDir {
 			s.stack = append(s.stack, &stageDir{e: e, staged: true, whole: true})
 		}
@@ -197,7 +197,6 @@ func (s *stager) entry(e *archive.Entry) error {
 	if parent != nil {
 		parent.touched = true
 	}
-	r.res.Written++
 	if exists {
 		if err := r.displace(&r.plan.replace, e.Path); err != nil {
 			return err
@@ -220,6 +219,8 @@ func (s *stager) entry(e *archive.Entry) error {
 // write creates e in the staging tree, or queues its bytes for a worker.
 func (s *stager) write(e *archive.Entry) error {
 	r := s.r
+	r.res.Written++
+	r.res.WrittenBytes += e.Size
 	if e.HasData() {
 		r.res.Fetched++
 	}
