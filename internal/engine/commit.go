@@ -33,13 +33,22 @@ const (
 	actMeta                       // set a home path's owner, mode and mtime
 )
 
-// action is one step of the commit.
+// action is one step of the commit. A restore over a populated home may
+// plan one per path, so it stays small.
 type action struct {
 	kind actionKind
-	rel  string
-	e    *archive.Entry // actMeta: the metadata to set
-	old  unix.Stat_t    // actMeta: what it was, for the rollback
 	done bool
+	rel  string
+	meta *metaStep // actMeta only
+}
+
+type metaStep struct {
+	e   *archive.Entry // the metadata to set
+	old unix.Stat_t    // what it was, for the rollback
+}
+
+func metaAction(rel string, e *archive.Entry) *action {
+	return &action{kind: actMeta, rel: rel, meta: &metaStep{e: e}}
 }
 
 // plan is the commit, in execution order: removals first (so that a
@@ -190,7 +199,7 @@ func (r *restorer) findExtras(ctx context.Context) error {
 		}
 	}
 	for p, e := range touched {
-		r.plan.tail = append(r.plan.tail, &action{kind: actMeta, rel: p, e: e})
+		r.plan.tail = append(r.plan.tail, metaAction(p, e))
 	}
 	return nil
 }
@@ -229,7 +238,7 @@ var errSimulatedKill = errors.New("simulated kill")
 // do takes one step, journaling it first.
 func (r *restorer) do(a *action, j *journal) error {
 	if a.kind == actMeta {
-		if err := unix.Fstatat(r.home, a.rel, &a.old, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(r.home, a.rel, &a.meta.old, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
 		}
 	}
@@ -247,7 +256,7 @@ func (r *restorer) do(a *action, j *journal) error {
 		}
 	case actMeta:
 		a.done = true // a partial change is undone too
-		if err := r.setMeta(r.home, a.rel, a.e, false); err != nil {
+		if err := r.setMeta(r.home, a.rel, a.meta.e, false); err != nil {
 			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
 		}
 		return nil
@@ -263,7 +272,7 @@ func (r *restorer) undo(a *action) error {
 	case actMoveIn:
 		return r.rename(r.home, a.rel, r.tree, a.rel)
 	}
-	st := &a.old
+	st := &a.meta.old
 	if r.root {
 		if err := unix.Fchownat(r.home, a.rel, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err

@@ -121,7 +121,7 @@ func (s *stager) leave(next string) {
 		if d.inHome && !d.e.Implied && (d.differs || d.touched) {
 			// After everything below it has moved: moves change its mtime,
 			// and a read-only mode would block them.
-			s.r.plan.replace = append(s.r.plan.replace, &action{kind: actMeta, rel: d.e.Path, e: d.e})
+			s.r.plan.replace = append(s.r.plan.replace, metaAction(d.e.Path, d.e))
 			if d.differs {
 				s.r.res.MetaFixed++
 				s.r.change(ChangeMeta, d.e.Path, 0)
@@ -172,7 +172,7 @@ func (s *stager) entry(e *archive.Entry) error {
 			return err
 		}
 		if same {
-			r.plan.replace = append(r.plan.replace, &action{kind: actMeta, rel: e.Path, e: e})
+			r.plan.replace = append(r.plan.replace, metaAction(e.Path, e))
 			r.res.MetaFixed++
 			r.change(ChangeMeta, e.Path, 0)
 			return nil
@@ -209,7 +209,7 @@ func (s *stager) entry(e *archive.Entry) error {
 	if e.Type == archive.TypeDir {
 		// Its metadata once it is in place; inner directories get theirs
 		// in the staging tree (finishStaged).
-		r.plan.replace = append(r.plan.replace, &action{kind: actMeta, rel: e.Path, e: e})
+		r.plan.replace = append(r.plan.replace, metaAction(e.Path, e))
 		r.plan.wholeDirs = append(r.plan.wholeDirs, e.Path)
 		s.stack = append(s.stack, &stageDir{e: e, staged: true, whole: true})
 	}
