@@ -327,4 +327,4 @@ func (e *rollbackError) Error() string {
 		e.cause, e.undo, e.stage, disp)
 }
 
-func (e *rollbackError) Unwrap() error { return e.cause }
+func (e *rollbackError) Unwrap() []error { return []error{e.cause, ErrRollbackFailed} }

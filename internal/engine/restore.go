@@ -130,6 +130,15 @@ func (e *RemoveMostError) Error() string {
 
 func (e *RemoveMostError) Unwrap() error { return ErrWouldRemoveMost }
 
+// ErrInTheWay marks a restore refused because an unselected home path
+// stands where the snapshot needs to write; nothing was changed.
+var ErrInTheWay = errors.New("a path outside the selection is in the way")
+
+// ErrRollbackFailed marks a commit that failed and could not be fully
+// undone: the home is partly restored, and the error names the
+// directories holding the staged and displaced paths (nothing deleted).
+var ErrRollbackFailed = errors.New("rolling back the restore failed")
+
 // stagePrefix names the staging directory a restore builds inside the home,
 // on the same volume, before anything is moved into place;
 // displacedPrefix the directory that receives the paths it moves aside.

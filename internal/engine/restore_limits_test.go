@@ -56,7 +56,7 @@ func TestFailedRollbackDeletesNothing(t *testing.T) {
 		}
 	})
 	var rb *rollbackError
-	if !errors.As(err, &rb) || rb.displaced == "" || !strings.Contains(err.Error(), rb.displaced) || !strings.Contains(err.Error(), "nothing was deleted") {
+	if !errors.As(err, &rb) || !errors.Is(err, ErrRollbackFailed) || rb.displaced == "" || !strings.Contains(err.Error(), rb.displaced) || !strings.Contains(err.Error(), "nothing was deleted") {
 		t.Fatalf("restore: %v", err)
 	}
 	displaced, err := testhome.Read(rb.displaced, nil)

@@ -162,7 +162,7 @@ func (s *stager) entry(e *archive.Entry) error {
 		s.stack = append(s.stack, &stageDir{e: e, inHome: true, differs: !e.Implied && !r.sameMeta(&st, e)})
 		return nil
 	case e.Type == archive.TypeDir && e.Implied && exists:
-		return fmt.Errorf("%s is in the way of selected paths below it and is not selected itself; move it away and restore again", r.abs(e.Path))
+		return fmt.Errorf("%w: %s is not selected and not a directory, but the snapshot has selected paths below it; nothing was changed (move it away and restore again)", ErrInTheWay, r.abs(e.Path))
 	case exists && !isDir && r.o.Delta && r.sameEntry(&st, e):
 		r.res.Unchanged++
 		return nil
