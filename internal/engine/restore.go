@@ -48,7 +48,9 @@ type RestoreOptions struct {
 	// replaces or removes in RestoreResult.Displaced instead of deleting it.
 	Force bool
 	// DryRun plans the restore and reports what it would change, without
-	// creating, fetching or moving anything.
+	// creating, fetching or moving anything (BeforeCommit is not called).
+	// It refuses what the real restore would refuse; with Force it reports
+	// the full plan instead of ErrWouldRemoveMost.
 	DryRun bool
 	// OnChange, when set, is called for every path the restore writes,
 	// replaces, removes or fixes the metadata of, as it is planned (also
