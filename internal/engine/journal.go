@@ -197,6 +197,9 @@ func RecoverInterrupted(home string, log zerolog.Logger) error {
 		return fmt.Errorf("open home %s: %w", home, err)
 	}
 	defer unix.Close(fd)
+	if err := lockHome(fd, home); err != nil {
+		return err
+	}
 	return recoverLeftovers(fd, home, log)
 }
 

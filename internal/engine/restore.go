@@ -235,6 +235,9 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	}
 	defer r.closeFDs()
 	if !r.o.DryRun {
+		if err := lockHome(r.home, r.o.Home); err != nil {
+			return err
+		}
 		if err := recoverLeftovers(r.home, r.o.Home, r.o.Log); err != nil {
 			return err
 		}
@@ -305,6 +308,23 @@ func (r *restorer) cleanup(ok, keep bool) {
 			r.o.Log.Warn().Err(err).Str("dir", r.abs(r.dispName)).Msg("could not remove the displaced paths' directory")
 		}
 	}
+}
+
+// ErrHomeBusy means another restore holds the home.
+var ErrHomeBusy = errors.New("another restore is running in this home")
+
+// lockHome takes an exclusive lock on the home directory for as long as
+// its descriptor stays open: a second restore (or recovery) must not undo
+// or remove the staging of one that is running.
+func lockHome(fd int, home string) error {
+	err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return fmt.Errorf("%w (%s); wait for it to finish", ErrHomeBusy, home)
+	}
+	if err != nil && !errors.Is(err, unix.ENOLCK) && !errors.Is(err, unix.ENOTSUP) {
+		return fmt.Errorf("lock home %s: %w", home, err)
+	}
+	return nil // a filesystem without locks: proceed unguarded
 }
 
 func (r *restorer) closeFDs() {

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,4 +241,29 @@ func TestKilledRestoreIsUndoneByTheNextRun(t *testing.T) {
 			assertSame(t, selected(t, home), selected(t, target))
 		})
 	}
+}
+
+// A second restore must not recover (undo) or remove the staging of a
+// restore that is still running in the same home.
+func TestConcurrentRestoreIsRefused(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	snap(t, home, st)
+	target := t.TempDir()
+	var second error
+	_, err := restoreWith(target, st, "", func(o *RestoreOptions) {
+		o.BeforeCommit = func(context.Context, fs.FS) error {
+			_, second = restoreWith(target, st, "", nil)
+			return nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(second, ErrHomeBusy) {
+		t.Fatalf("second restore during the first: %v", second)
+	}
+	if err := RecoverInterrupted(target, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, selected(t, home), selected(t, target))
 }
