@@ -252,10 +252,11 @@ func (r *restorer) run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	committed := false
 	keep := false // set when a failed rollback leaves data in the staging areas
 	defer func() {
 		if !r.o.DryRun {
-			r.cleanup(err == nil, keep)
+			r.cleanup(committed, keep)
 		}
 	}()
 	if err := r.stage(ctx); err != nil {
@@ -283,6 +284,7 @@ func (r *restorer) run(ctx context.Context) (err error) {
 		keep = errors.As(err, &rb) || errors.Is(err, errSimulatedKill)
 		return err
 	}
+	committed = true
 	if r.o.Force && r.disp >= 0 {
 		r.res.Displaced = r.abs(r.dispName)
 		r.o.Log.Warn().Str("dir", r.res.Displaced).Msg("the local paths this forced restore replaced or removed are kept here; delete the directory once you no longer need them")
@@ -290,22 +292,33 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	return syncFS(r.home)
 }
 
-// cleanup removes the staging area, and the displaced paths unless the
-// restore was forced (then they are the user's to keep). After a failed
-// rollback nothing is removed: the error names where the paths are.
-func (r *restorer) cleanup(ok, keep bool) {
+// cleanup removes the staging area; after a commit, the displaced paths
+// too unless the restore was forced (then they are the user's to keep).
+// Before or without a commit the displaced directory holds only the
+// directories prepared for it, and is removed only if that is so. After a
+// failed rollback nothing is removed: the error names where the paths are.
+func (r *restorer) cleanup(committed, keep bool) {
 	if keep {
 		return
 	}
 	if err := removeAll(r.abs(r.stageDir)); err != nil {
 		r.o.Log.Warn().Err(err).Str("dir", r.abs(r.stageDir)).Msg("could not remove the staging directory")
 	}
-	if r.disp >= 0 && (!ok || !r.o.Force) {
+	if r.disp < 0 {
+		return
+	}
+	disp := r.abs(r.dispName)
+	switch {
+	case committed && r.o.Force:
+	case committed:
 		// Not forced: what was displaced is the previous state of paths
-		// the caller chose to overwrite. Failed and rolled back: only the
-		// prepared, now empty directories remain.
-		if err := removeAll(r.abs(r.dispName)); err != nil {
-			r.o.Log.Warn().Err(err).Str("dir", r.abs(r.dispName)).Msg("could not remove the displaced paths' directory")
+		// the caller chose to overwrite.
+		if err := removeAll(disp); err != nil {
+			r.o.Log.Warn().Err(err).Str("dir", disp).Msg("could not remove the displaced paths' directory")
+		}
+	default:
+		if ok, err := removeEmptyDirs(disp); !ok || err != nil {
+			r.o.Log.Warn().Err(err).Str("dir", disp).Msg("paths were left here by a restore that did not complete; review them")
 		}
 	}
 }
