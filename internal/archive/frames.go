@@ -184,12 +184,15 @@ type RangeReader struct {
 // MaxDecoded is what a range holding entries of the given total size may
 // decode to: their data padded to tar blocks, a header each, and the rest
 // of the frame their first header is in (frames are cut after FrameSize
-// bytes, plus at most one write or header). Decoding stops there, so a
-// range whose tar stream claims a huge entry before the wanted one (a
-// "skip bomb") costs no more than an honest one.
+// bytes, plus at most one write or header; older archives used 4 MiB
+// frames, hence the margin). Decoding stops there, so a range whose tar
+// stream claims a huge entry before the wanted one (a "skip bomb") costs
+// no more than an honest one.
 func MaxDecoded(entries int, size int64) int64 {
-	return size + int64(entries)*(2*512) + 2*FrameSize
+	return size + int64(entries)*(2*512) + frameMargin
 }
+
+const frameMargin = 16 << 20
 
 // ErrTooLarge marks a range that decodes to more than its entries need.
 var ErrTooLarge = fmt.Errorf("%w archive range: decodes to more than the manifest accounts for", ErrCorrupt)

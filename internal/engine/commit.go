@@ -33,13 +33,22 @@ const (
 	actMeta                       // set a home path's owner, mode and mtime
 )
 
-// action is one step of the commit.
+// action is one step of the commit. A restore over a populated home may
+// plan one per path, so it stays small.
 type action struct {
 	kind actionKind
-	rel  string
-	e    *archive.Entry // actMeta: the metadata to set
-	old  unix.Stat_t    // actMeta: what it was, for the rollback
 	done bool
+	rel  string
+	meta *metaStep // actMeta only
+}
+
+type metaStep struct {
+	e   *archive.Entry // the metadata to set
+	old unix.Stat_t    // what it was, for the rollback
+}
+
+func metaAction(rel string, e *archive.Entry) *action {
+	return &action{kind: actMeta, rel: rel, meta: &metaStep{e: e}}
 }
 
 // plan is the commit, in execution order: removals first (so that a
@@ -74,15 +83,31 @@ func (r *restorer) displace(list *[]*action, rel string) error {
 			return err
 		}
 		r.disp = fd
+		if err := r.chownOurs(r.home, r.dispName); err != nil {
+			return err
+		}
 	}
 	parts := strings.Split(rel, "/")
 	for i := 1; i < len(parts); i++ {
-		err := unix.Mkdirat(r.disp, strings.Join(parts[:i], "/"), 0o700)
+		p := strings.Join(parts[:i], "/")
+		err := unix.Mkdirat(r.disp, p, 0o700)
+		if err == nil {
+			err = r.chownOurs(r.disp, p)
+		}
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("prepare %s: %w (is there space?)", r.abs(r.dispName+"/"+rel), err)
 		}
 	}
 	return nil
+}
+
+// chownOurs gives a directory the restore made to --chown's ids, so that
+// the home's user can reach the paths kept in it.
+func (r *restorer) chownOurs(dir int, rel string) error {
+	if r.o.Chown == nil {
+		return nil
+	}
+	return unix.Fchownat(dir, rel, r.o.Chown.UID, r.o.Chown.GID, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // findExtras plans the removal of the selected paths of the home that the
@@ -174,7 +199,7 @@ func (r *restorer) findExtras(ctx context.Context) error {
 		}
 	}
 	for p, e := range touched {
-		r.plan.tail = append(r.plan.tail, &action{kind: actMeta, rel: p, e: e})
+		r.plan.tail = append(r.plan.tail, metaAction(p, e))
 	}
 	return nil
 }
@@ -213,7 +238,7 @@ var errSimulatedKill = errors.New("simulated kill")
 // do takes one step, journaling it first.
 func (r *restorer) do(a *action, j *journal) error {
 	if a.kind == actMeta {
-		if err := unix.Fstatat(r.home, a.rel, &a.old, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(r.home, a.rel, &a.meta.old, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
 		}
 	}
@@ -231,7 +256,7 @@ func (r *restorer) do(a *action, j *journal) error {
 		}
 	case actMeta:
 		a.done = true // a partial change is undone too
-		if err := r.setMeta(r.home, a.rel, a.e, false); err != nil {
+		if err := r.setMeta(r.home, a.rel, a.meta.e, false); err != nil {
 			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
 		}
 		return nil
@@ -247,7 +272,7 @@ func (r *restorer) undo(a *action) error {
 	case actMoveIn:
 		return r.rename(r.home, a.rel, r.tree, a.rel)
 	}
-	st := &a.old
+	st := &a.meta.old
 	if r.root {
 		if err := unix.Fchownat(r.home, a.rel, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err
@@ -302,4 +327,4 @@ func (e *rollbackError) Error() string {
 		e.cause, e.undo, e.stage, disp)
 }
 
-func (e *rollbackError) Unwrap() error { return e.cause }
+func (e *rollbackError) Unwrap() []error { return []error{e.cause, ErrRollbackFailed} }

@@ -67,7 +67,7 @@ func (r *restorer) fetchRun(ctx context.Context, rn *run) error {
 	rc, err := r.o.Store.Get(ctx, key, rn.start, rn.end-rn.start)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
-			return fmt.Errorf("archive %s is missing (needed for %s): the store is damaged; nothing was changed in the home", repo.Name(r.o.Store, key), rn.entries[0].Path)
+			return fmt.Errorf("%w store: archive %s is missing (needed for %s); nothing was changed in the home", archive.ErrCorrupt, repo.Name(r.o.Store, key), rn.entries[0].Path)
 		}
 		return fmt.Errorf("read %s: %w; nothing was changed in the home", where, err)
 	}

@@ -40,6 +40,8 @@ type entryFilter struct {
 	remove   *selector.Selector // both: what a restore may remove
 	dropped  int64              // setuid/setgid bits dropped
 	example  string             // the first path that had them
+	skipped  int64              // entries outside the restore's selection
+	skippedE string             // the first of them
 }
 
 // newEntryFilter builds the filter of a restore with local selection sel
@@ -98,6 +100,9 @@ func (f *entryFilter) check(e *archive.Entry) (bool, error) {
 	}
 	if !f.local.Selected(e.Path) {
 		if !isDir || !f.local.Enter(e.Path) {
+			if f.skipped++; f.skipped == 1 {
+				f.skippedE = e.Path
+			}
 			return false, nil
 		}
 		e.Implied = true

@@ -94,7 +94,7 @@ func (r *restorer) checkRemovable(rel string) error {
 		return err
 	}
 	if held {
-		return fmt.Errorf("the snapshot has %s as a file, but in the home it is a directory holding paths outside the selection; nothing was changed (move them away first)", r.abs(rel))
+		return fmt.Errorf("%w: the snapshot has %s as a file, but in the home it is a directory holding paths outside the selection; nothing was changed (move them away first)", ErrInTheWay, r.abs(rel))
 	}
 	return nil
 }

@@ -235,6 +235,81 @@ var hostileCases = []hostileCase{
 				return es
 			})
 		}},
+	{name: "through-symlink", want: "no parent directory entry",
+		about: "jobs/l is a symlink to /etc and the manifest lists jobs/l/evil below it: writing it would follow the link. Refused.",
+		build: func(b *corpusStore) error {
+			return b.snapshot("jenkins", append(baseSnapshot(), cfile{path: "jobs/l", typ: archive.TypeSymlink, mode: 0o777}, cfil("jobs/l/evil", "")), func(es []*archive.Entry) []*archive.Entry {
+				find(es, "jobs/l").Link = "/etc"
+				return es
+			})
+		}},
+	{name: "hard-link", want: "is type",
+		about: "The archive holds jobs/a/config.xml as a hard link to /etc/passwd. Only regular files are taken from archives: refused.",
+		build: func(b *corpusStore) error {
+			if err := b.snapshot("jenkins", baseSnapshot(), nil); err != nil {
+				return err
+			}
+			var raw bytes.Buffer
+			tw := tar.NewWriter(&raw)
+			tw.WriteHeader(&tar.Header{Name: "jobs/a/config.xml", Typeflag: tar.TypeLink, Linkname: "/etc/passwd", ModTime: corpusTime})
+			tw.Close()
+			arch, err := zstdStream(&raw, 1<<20)
+			if err != nil {
+				return err
+			}
+			if err := b.put(repo.ArchiveKey(corpusID), arch); err != nil {
+				return err
+			}
+			var m bytes.Buffer
+			w, _ := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: selector.Spec{Preset: "jenkins"}})
+			for _, e := range []*archive.Entry{{Path: "jobs", Type: archive.TypeDir, Mode: 0o755}, {Path: "jobs/a", Type: archive.TypeDir, Mode: 0o755}} {
+				w.ForceWrite(e)
+			}
+			sum := archive.Hash(sha256.Sum256([]byte("<snap/>\n")))
+			w.ForceWrite(&archive.Entry{Path: "jobs/a/config.xml", Type: archive.TypeFile, Mode: 0o644, Size: 8, Hash: &sum, Archive: corpusID, Length: int64(len(arch))})
+			w.Close(0, 0)
+			return b.manifest(m.Bytes())
+		}},
+	{name: "missing-archive", want: "is missing",
+		about: "An honest manifest whose archive object is gone. Refused, naming the object.",
+		build: func(b *corpusStore) error {
+			if err := b.snapshot("jenkins", baseSnapshot(), nil); err != nil {
+				return err
+			}
+			return os.Remove(filepath.Join(b.dir, filepath.FromSlash(repo.ArchiveKey(corpusID))))
+		}},
+	{name: "wrong-hash", want: "does not match",
+		about: "jobs/a/config.xml's recorded SHA-256 is not its content's. Refused after staging, before any move.",
+		build: func(b *corpusStore) error {
+			return b.snapshot("jenkins", baseSnapshot(), func(es []*archive.Entry) []*archive.Entry {
+				find(es, "jobs/a/config.xml").Hash[0] ^= 1
+				return es
+			})
+		}},
+	{name: "truncated-manifest", want: "truncated",
+		about: "A manifest cut after its first entries, without the trailer that proves it complete. Refused.",
+		build: func(b *corpusStore) error {
+			if err := b.snapshot("jenkins", baseSnapshot(), nil); err != nil {
+				return err
+			}
+			key := filepath.Join(b.dir, filepath.FromSlash(repo.ManifestKey(corpusID)))
+			data, err := os.ReadFile(key)
+			if err != nil {
+				return err
+			}
+			zr, _ := zstd.NewReader(bytes.NewReader(data))
+			defer zr.Close()
+			plain, err := io.ReadAll(zr)
+			if err != nil {
+				return err
+			}
+			lines := bytes.SplitAfter(plain, []byte("\n"))
+			cut, err := zstdStream(bytes.NewReader(bytes.Join(lines[:4], nil)), 1<<20)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(key, cut, 0o644)
+		}},
 	{name: "skip-bomb", want: "decodes to more than",
 		about: "The range of jobs/a/config.xml holds, before it, a tar entry of 256 MiB of zeros (a few KiB compressed). A range may decode only what its entries account for: refused without decoding it all.",
 		build: func(b *corpusStore) error {

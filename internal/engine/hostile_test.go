@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"io/fs"
 	"os"
@@ -77,6 +78,9 @@ func TestHostileStores(t *testing.T) {
 					t.Fatalf("restore: %v, want an error saying %q", err, c.want)
 				}
 				assertSame(t, before, all(t, home))
+				if c.name == "dir-becomes-file-over-workspace" && !errors.Is(err, ErrInTheWay) {
+					t.Errorf("not marked ErrInTheWay: %v", err)
+				}
 				return
 			}
 			if err != nil {

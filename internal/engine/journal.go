@@ -59,7 +59,7 @@ func (j *journal) record(a *action) error {
 	case actMoveIn:
 		return j.write("I " + strconv.Quote(a.rel))
 	}
-	st := &a.old
+	st := &a.meta.old
 	return j.write(fmt.Sprintf("M %s %d %d %d %d %d", strconv.Quote(a.rel), st.Uid, st.Gid, st.Mode&0o7777, st.Atim.Nano(), st.Mtim.Nano()))
 }
 
@@ -197,6 +197,9 @@ func RecoverInterrupted(home string, log zerolog.Logger) error {
 		return fmt.Errorf("open home %s: %w", home, err)
 	}
 	defer unix.Close(fd)
+	if err := lockHome(fd, home); err != nil {
+		return err
+	}
 	return recoverLeftovers(fd, home, log)
 }
 

@@ -48,11 +48,14 @@ type RestoreOptions struct {
 	// replaces or removes in RestoreResult.Displaced instead of deleting it.
 	Force bool
 	// DryRun plans the restore and reports what it would change, without
-	// creating, fetching or moving anything.
+	// creating, fetching or moving anything (BeforeCommit is not called).
+	// It refuses what the real restore would refuse; with Force it reports
+	// the full plan instead of ErrWouldRemoveMost.
 	DryRun bool
 	// OnChange, when set, is called for every path the restore writes,
 	// replaces, removes or fixes the metadata of, as it is planned (also
-	// in a dry run).
+	// in a dry run). A directory removed whole is reported once, not
+	// every path below it.
 	OnChange func(Change)
 	// Chown makes everything the restore writes owned by these ids instead
 	// of the snapshot's (needs root, or the ids of the process).
@@ -82,6 +85,7 @@ type RestoreResult struct {
 	Fetched      int64
 	FetchedBytes int64
 	Written      int64 // paths written from the snapshot (new or replaced)
+	WrittenBytes int64 // their file bytes
 	Unchanged    int64 // paths a delta restore left as they were
 	MetaFixed    int64 // paths whose content matched but metadata was set
 	Removed      int64 // selected paths of the home the snapshot does not have
@@ -127,6 +131,15 @@ func (e *RemoveMostError) Error() string {
 }
 
 func (e *RemoveMostError) Unwrap() error { return ErrWouldRemoveMost }
+
+// ErrInTheWay marks a restore refused because an unselected home path
+// stands where the snapshot needs to write; nothing was changed.
+var ErrInTheWay = errors.New("a path outside the selection is in the way")
+
+// ErrRollbackFailed marks a commit that failed and could not be fully
+// undone: the home is partly restored, and the error names the
+// directories holding the staged and displaced paths (nothing deleted).
+var ErrRollbackFailed = errors.New("rolling back the restore failed")
 
 // stagePrefix names the staging directory a restore builds inside the home,
 // on the same volume, before anything is moved into place;
@@ -222,6 +235,9 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	}
 	defer r.closeFDs()
 	if !r.o.DryRun {
+		if err := lockHome(r.home, r.o.Home); err != nil {
+			return err
+		}
 		if err := recoverLeftovers(r.home, r.o.Home, r.o.Log); err != nil {
 			return err
 		}
@@ -236,10 +252,11 @@ func (r *restorer) run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	committed := false
 	keep := false // set when a failed rollback leaves data in the staging areas
 	defer func() {
 		if !r.o.DryRun {
-			r.cleanup(err == nil, keep)
+			r.cleanup(committed, keep)
 		}
 	}()
 	if err := r.stage(ctx); err != nil {
@@ -267,6 +284,7 @@ func (r *restorer) run(ctx context.Context) (err error) {
 		keep = errors.As(err, &rb) || errors.Is(err, errSimulatedKill)
 		return err
 	}
+	committed = true
 	if r.o.Force && r.disp >= 0 {
 		r.res.Displaced = r.abs(r.dispName)
 		r.o.Log.Warn().Str("dir", r.res.Displaced).Msg("the local paths this forced restore replaced or removed are kept here; delete the directory once you no longer need them")
@@ -274,24 +292,52 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	return syncFS(r.home)
 }
 
-// cleanup removes the staging area, and the displaced paths unless the
-// restore was forced (then they are the user's to keep). After a failed
-// rollback nothing is removed: the error names where the paths are.
-func (r *restorer) cleanup(ok, keep bool) {
+// cleanup removes the staging area; after a commit, the displaced paths
+// too unless the restore was forced (then they are the user's to keep).
+// Before or without a commit the displaced directory holds only the
+// directories prepared for it, and is removed only if that is so. After a
+// failed rollback nothing is removed: the error names where the paths are.
+func (r *restorer) cleanup(committed, keep bool) {
 	if keep {
 		return
 	}
 	if err := removeAll(r.abs(r.stageDir)); err != nil {
 		r.o.Log.Warn().Err(err).Str("dir", r.abs(r.stageDir)).Msg("could not remove the staging directory")
 	}
-	if r.disp >= 0 && (!ok || !r.o.Force) {
+	if r.disp < 0 {
+		return
+	}
+	disp := r.abs(r.dispName)
+	switch {
+	case committed && r.o.Force:
+	case committed:
 		// Not forced: what was displaced is the previous state of paths
-		// the caller chose to overwrite. Failed and rolled back: only the
-		// prepared, now empty directories remain.
-		if err := removeAll(r.abs(r.dispName)); err != nil {
-			r.o.Log.Warn().Err(err).Str("dir", r.abs(r.dispName)).Msg("could not remove the displaced paths' directory")
+		// the caller chose to overwrite.
+		if err := removeAll(disp); err != nil {
+			r.o.Log.Warn().Err(err).Str("dir", disp).Msg("could not remove the displaced paths' directory")
+		}
+	default:
+		if ok, err := removeEmptyDirs(disp); !ok || err != nil {
+			r.o.Log.Warn().Err(err).Str("dir", disp).Msg("paths were left here by a restore that did not complete; review them")
 		}
 	}
+}
+
+// ErrHomeBusy means another restore holds the home.
+var ErrHomeBusy = errors.New("another restore is running in this home")
+
+// lockHome takes an exclusive lock on the home directory for as long as
+// its descriptor stays open: a second restore (or recovery) must not undo
+// or remove the staging of one that is running.
+func lockHome(fd int, home string) error {
+	err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return fmt.Errorf("%w (%s); wait for it to finish", ErrHomeBusy, home)
+	}
+	if err != nil && !errors.Is(err, unix.ENOLCK) && !errors.Is(err, unix.ENOTSUP) {
+		return fmt.Errorf("lock home %s: %w", home, err)
+	}
+	return nil // a filesystem without locks: proceed unguarded
 }
 
 func (r *restorer) closeFDs() {

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,7 +58,7 @@ func TestFailedRollbackDeletesNothing(t *testing.T) {
 		}
 	})
 	var rb *rollbackError
-	if !errors.As(err, &rb) || rb.displaced == "" || !strings.Contains(err.Error(), rb.displaced) || !strings.Contains(err.Error(), "nothing was deleted") {
+	if !errors.As(err, &rb) || !errors.Is(err, ErrRollbackFailed) || rb.displaced == "" || !strings.Contains(err.Error(), rb.displaced) || !strings.Contains(err.Error(), "nothing was deleted") {
 		t.Fatalf("restore: %v", err)
 	}
 	displaced, err := testhome.Read(rb.displaced, nil)
@@ -239,4 +241,29 @@ func TestKilledRestoreIsUndoneByTheNextRun(t *testing.T) {
 			assertSame(t, selected(t, home), selected(t, target))
 		})
 	}
+}
+
+// A second restore must not recover (undo) or remove the staging of a
+// restore that is still running in the same home.
+func TestConcurrentRestoreIsRefused(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	snap(t, home, st)
+	target := t.TempDir()
+	var second error
+	_, err := restoreWith(target, st, "", func(o *RestoreOptions) {
+		o.BeforeCommit = func(context.Context, fs.FS) error {
+			_, second = restoreWith(target, st, "", nil)
+			return nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(second, ErrHomeBusy) {
+		t.Fatalf("second restore during the first: %v", second)
+	}
+	if err := RecoverInterrupted(target, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, selected(t, home), selected(t, target))
 }

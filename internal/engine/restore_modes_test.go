@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
@@ -166,7 +168,7 @@ func TestDryRunReportsAndChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dry.Fetched != real.Fetched || dry.Written != real.Written || dry.Removed != real.Removed || dry.MetaFixed != real.MetaFixed || !dry.DryRun {
+	if dry.Fetched != real.Fetched || dry.Written != real.Written || dry.WrittenBytes != real.WrittenBytes || dry.WrittenBytes == 0 || dry.Removed != real.Removed || dry.MetaFixed != real.MetaFixed || !dry.DryRun {
 		t.Errorf("dry run %+v\nreal run %+v", dry, real)
 	}
 	if _, err := restoreWith(filepath.Join(target, "nowhere"), st, "", func(o *RestoreOptions) { o.DryRun = true }); err != nil {
@@ -236,6 +238,18 @@ func TestChownOwnsWhatTheRestoreWrites(t *testing.T) {
 	for p, a := range selected(t, target) {
 		if p != "" && (a.UID != 1234 || a.GID != 5678) {
 			t.Errorf("%s owned by %d:%d", p, a.UID, a.GID)
+		}
+	}
+	// What a forced restore keeps is reachable by that user.
+	write(t, target, "jobs/newjob/config.xml", "<project/>")
+	res, err := restoreWith(target, st, "", func(o *RestoreOptions) { o.Force, o.Chown = true, &Owner{UID: 1234, GID: 5678} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{res.Displaced, filepath.Join(res.Displaced, "jobs")} {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil || st.Uid != 1234 || st.Gid != 5678 {
+			t.Errorf("%s owned by %d:%d (%v)", p, st.Uid, st.Gid, err)
 		}
 	}
 }

@@ -46,6 +46,10 @@ func (r *restorer) stage(ctx context.Context) error {
 			r.o.Log.Warn().Int64("paths", pr.filter.dropped).Str("example", pr.filter.example).
 				Msg("setuid/setgid bits dropped: a Jenkins home needs none, and a store must not grant privileges")
 		}
+		if f := pr.filter; f.skipped > 0 && len(r.o.Include) == 0 && len(r.o.Exclude) == 0 {
+			r.o.Log.Warn().Int64("paths", f.skipped).Str("example", f.skippedE).Str("snapshot_preset", pr.m.Header.Selection.Preset).
+				Msg("the snapshot holds paths outside this restore's selection; they were not restored (give restore the selection the snapshot was taken with)")
+		}
 	}()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -121,7 +125,7 @@ func (s *stager) leave(next string) {
 		if d.inHome && !d.e.Implied && (d.differs || d.touched) {
 			// After everything below it has moved: moves change its mtime,
 			// and a read-only mode would block them.
-			s.r.plan.replace = append(s.r.plan.replace, &action{kind: actMeta, rel: d.e.Path, e: d.e})
+			s.r.plan.replace = append(s.r.plan.replace, metaAction(d.e.Path, d.e))
 			if d.differs {
 				s.r.res.MetaFixed++
 				s.r.change(ChangeMeta, d.e.Path, 0)
@@ -145,7 +149,7 @@ func (s *stager) entry(e *archive.Entry) error {
 		parent = s.stack[len(s.stack)-1]
 	}
 	if parent != nil && parent.whole { // the home has nothing here
-		r.res.Written++
+		r.change(ChangeWrite, e.Path, e.Size)
 		if e.Type == archive.TypeDir {
 			s.stack = append(s.stack, &stageDir{e: e, staged: true, whole: true})
 		}
@@ -162,7 +166,7 @@ func (s *stager) entry(e *archive.Entry) error {
 		s.stack = append(s.stack, &stageDir{e: e, inHome: true, differs: !e.Implied && !r.sameMeta(&st, e)})
 		return nil
 	case e.Type == archive.TypeDir && e.Implied && exists:
-		return fmt.Errorf("%s is in the way of selected paths below it and is not selected itself; move it away and restore again", r.abs(e.Path))
+		return fmt.Errorf("%w: %s is not selected and not a directory, but the snapshot has selected paths below it; nothing was changed (move it away and restore again)", ErrInTheWay, r.abs(e.Path))
 	case exists && !isDir && r.o.Delta && r.sameEntry(&st, e):
 		r.res.Unchanged++
 		return nil
@@ -172,7 +176,7 @@ func (s *stager) entry(e *archive.Entry) error {
 			return err
 		}
 		if same {
-			r.plan.replace = append(r.plan.replace, &action{kind: actMeta, rel: e.Path, e: e})
+			r.plan.replace = append(r.plan.replace, metaAction(e.Path, e))
 			r.res.MetaFixed++
 			r.change(ChangeMeta, e.Path, 0)
 			return nil
@@ -197,7 +201,6 @@ func (s *stager) entry(e *archive.Entry) error {
 	if parent != nil {
 		parent.touched = true
 	}
-	r.res.Written++
 	if exists {
 		if err := r.displace(&r.plan.replace, e.Path); err != nil {
 			return err
@@ -210,7 +213,7 @@ func (s *stager) entry(e *archive.Entry) error {
 	if e.Type == archive.TypeDir {
 		// Its metadata once it is in place; inner directories get theirs
 		// in the staging tree (finishStaged).
-		r.plan.replace = append(r.plan.replace, &action{kind: actMeta, rel: e.Path, e: e})
+		r.plan.replace = append(r.plan.replace, metaAction(e.Path, e))
 		r.plan.wholeDirs = append(r.plan.wholeDirs, e.Path)
 		s.stack = append(s.stack, &stageDir{e: e, staged: true, whole: true})
 	}
@@ -220,6 +223,8 @@ func (s *stager) entry(e *archive.Entry) error {
 // write creates e in the staging tree, or queues its bytes for a worker.
 func (s *stager) write(e *archive.Entry) error {
 	r := s.r
+	r.res.Written++
+	r.res.WrittenBytes += e.Size
 	if e.HasData() {
 		r.res.Fetched++
 	}
