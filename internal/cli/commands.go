@@ -88,6 +88,8 @@ type snapshotConfig struct {
 	Exclude  []string      `envconfig:"HOMESNAP_EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
 	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
+	Shrink   bool          `envconfig:"HOMESNAP_ALLOW_SHRINK" flag:"allow-shrink" desc:"commit even when over half the files or bytes, or secrets/ or nodes/, vanished since the last snapshot"`
+	Sidecar
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -111,48 +113,32 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !ok {
 		return usageError{fmt.Errorf("level %q: want fastest, default, better or best", cfg.Level)}
 	}
-	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log, Force: cfg.Force}
-	once := func(ctx context.Context) error {
+	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
+		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink}
+	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
-			return err
+			return nil, err
 		}
 		if res.Unchanged {
 			log.Info().Str("parent", res.Parent).Msg("nothing changed since the last snapshot; none taken")
-			return nil
+			return res, nil
 		}
 		log.Info().Str("snapshot", res.ID).Str("parent", res.Parent).
 			Int64("entries", res.Totals.Entries).Int64("files", res.Totals.Files).Int64("bytes", res.Totals.Bytes).
 			Int64("new_entries", res.Totals.New).Int64("new_bytes", res.Totals.NewBytes).Int64("deleted", res.Deleted).
-			Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
+			Int("archives", len(res.Totals.Archives)).Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
 		fmt.Fprintln(stdout, res.ID)
-		return nil
+		return res, nil
 	}
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)
 		defer cancel()
-		return once(ctx)
+		_, err := once(ctx, opts)
+		return err
 	}
-	log.Info().Dur("interval", cfg.Interval).Str("store", st.String()).Msg("snapshot sidecar started")
-	t := time.NewTicker(cfg.Interval)
-	defer t.Stop()
-	for {
-		if err := once(ctx); err != nil && ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-t.C:
-			continue
-		case <-ctx.Done():
-		}
-		break
-	}
-	// The pod is stopping: one last snapshot within the grace period.
-	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Grace)
-	defer cancel()
-	log.Info().Dur("deadline", cfg.Grace).Msg("stopping: taking the final snapshot")
-	return once(final)
+	return sidecar(ctx, &cfg, opts, once, log)
 }
 
 type restoreConfig struct {
@@ -197,7 +183,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	log.Info().Str("snapshot", res.ID).Str("home", cfg.Home).Int64("entries", res.Entries).Int64("files", res.Files).
-		Int64("bytes", res.Bytes).Int64("fetched_bytes", res.Fetched).Dur("elapsed", res.Elapsed).Msg("restore complete")
+		Int64("bytes", res.Bytes).Int64("fetched", res.Fetched).Int64("fetched_bytes", res.FetchedBytes).
+		Int64("written", res.Written).Int64("unchanged", res.Unchanged).Int64("removed", res.Removed).
+		Dur("elapsed", res.Elapsed).Msg("restore complete")
 	return nil
 }
 

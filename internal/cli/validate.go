@@ -28,6 +28,9 @@ func (c *snapshotConfig) validate() error {
 	if err := positive("--interval/HOMESNAP_INTERVAL", c.Interval); err != nil {
 		return err
 	}
+	if err := nonNegative("--final-wait-quiet/HOMESNAP_FINAL_WAIT_QUIET", c.WaitQuiet, "0 means no wait"); err != nil {
+		return err
+	}
 	return positive("--final-timeout/HOMESNAP_FINAL_TIMEOUT", c.Grace)
 }
 

@@ -235,7 +235,7 @@ func TestSidecarTakesAFinalSnapshotOnSIGTERM(t *testing.T) {
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "snapshot"), "--home", home, "--store", storeDir, "--interval", "1h", "--log-format", "json")
+	cmd := exec.Command(filepath.Join(bin, "snapshot"), "--home", home, "--store", storeDir, "--interval", "1h", "--listen", "off", "--log-format", "json")
 	var out, errb syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {

@@ -59,8 +59,17 @@ func snap(t *testing.T, home string, st store.Store) *SnapshotResult {
 }
 
 func restore(home string, st store.Store, id string) error {
-	_, err := Restore(context.Background(), RestoreOptions{Home: home, Store: st, Snapshot: id, Log: zerolog.Nop()})
+	_, err := restoreWith(home, st, id, nil)
 	return err
+}
+
+// restoreWith restores with options adjusted by set.
+func restoreWith(home string, st store.Store, id string, set func(*RestoreOptions)) (*RestoreResult, error) {
+	o := RestoreOptions{Home: home, Store: st, Snapshot: id, Log: zerolog.Nop()}
+	if set != nil {
+		set(&o)
+	}
+	return Restore(context.Background(), o)
 }
 
 // selected reads the selected part of a home, as a restore must reproduce it.
@@ -505,9 +514,14 @@ func TestFailureWhileMovingIntoPlaceRollsBack(t *testing.T) {
 func assertRolledBack(t *testing.T, target string, st store.Store, failAt func(rel string) error) {
 	t.Helper()
 	before := all(t, target)
-	beforeMove = failAt
-	defer func() { beforeMove = nil }()
-	err := restore(target, st, "")
+	_, err := restoreWith(target, st, "", func(o *RestoreOptions) {
+		o.hooks = &restoreHooks{beforeAction: func(a *action) error {
+			if a.kind == actMeta {
+				return nil
+			}
+			return failAt(a.rel)
+		}}
+	})
 	if err == nil || !strings.Contains(err.Error(), "left as it was") {
 		t.Fatalf("restore: %v", err)
 	}

@@ -32,6 +32,11 @@ type SnapshotOptions struct {
 	Log      zerolog.Logger
 	// Force commits a snapshot even when nothing changed since the parent.
 	Force bool
+	// Vital names top-level paths whose disappearance refuses the snapshot
+	// (ErrShrunk), as does losing over half the parent's files or bytes,
+	// unless AllowShrink is set.
+	Vital       []string
+	AllowShrink bool
 }
 
 // SnapshotResult describes a committed (or skipped) snapshot.
@@ -216,6 +221,9 @@ type snapshotter struct {
 	parentID string
 	comp     *archive.Compressor
 	written  []string // keys stored so far, removed if the snapshot is not committed
+	// What the parent and this snapshot select, for the shrink guard;
+	// written by produce, read after it ends.
+	parentCensus, census census
 }
 
 // item is one entry of a job; write means its header (and bytes) go into
@@ -294,6 +302,10 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 		manifest.abort(err)
 		return nil, archiveUp.abort(err)
 	}
+	if err := checkShrink(s.parentCensus, s.census, s.o.Vital); parent != nil && err != nil && !s.o.AllowShrink {
+		manifest.abort(err)
+		return nil, archiveUp.abort(err)
+	}
 	if parent != nil && cnt.changed == 0 && cnt.deleted == 0 && !s.o.Force {
 		abort := errors.New("unchanged")
 		manifest.abort(abort)
@@ -345,6 +357,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 			return fmt.Errorf("parent snapshot %s: %w", s.parentID, err)
 		}
 		old = e
+		s.parentCensus.add(e)
 		return nil
 	}
 	if err := nextOld(); err != nil {
@@ -386,6 +399,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 			}
 		}
 		cnt.seen++
+		s.census.add(e)
 		it := item{e: e}
 		switch {
 		case prev != nil && e.SameMeta(prev):
