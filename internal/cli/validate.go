@@ -49,13 +49,3 @@ func nonNegative(name string, d time.Duration, zero string) error {
 	}
 	return nil
 }
-
-func (c *restoreConfig) validate() error {
-	if err := c.Common.validate(); err != nil {
-		return err
-	}
-	if c.Output != "table" && c.Output != "json" {
-		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want table or json", c.Output)}
-	}
-	return nil
-}
