@@ -202,7 +202,6 @@ func (h *History) Oldest() []*Record {
 	return out
 }
 
-
 // WalkHistory calls fn with the records of from and its ancestors, newest
 // first, until fn returns false or the history ends (a parent pruned away).
 // It reads one small record per step and needs no LIST, so finding a
