@@ -179,3 +179,27 @@ func TestDeadlineAgainstADeadEndpoint(t *testing.T) {
 		t.Errorf("%d error lines, want the error reported once:\n%s", n, tail(r.stderr, 3000))
 	}
 }
+
+// TestChownSetsTheOwnerOfWhatIsRestored: as root, --chown UID:GID owns
+// every restored path instead of the snapshot's owners.
+func TestChownSetsTheOwnerOfWhatIsRestored(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("--chown needs root")
+	}
+	home, storeDir := buildHome(t, "", 0), t.TempDir()
+	ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir))
+	target := t.TempDir()
+	ok(t, run(t, "restore", nil, "--home", target, "--store", storeDir, "--chown", "1234:5678"))
+	tree := wholeTree(t, target)
+	if len(tree) == 0 {
+		t.Fatal("nothing restored")
+	}
+	for p, a := range tree {
+		if a.UID != 1234 || a.GID != 5678 {
+			t.Errorf("%s owned by %d:%d, want 1234:5678", p, a.UID, a.GID)
+		}
+	}
+	if r := run(t, "restore", nil, "--home", t.TempDir(), "--store", storeDir, "--chown", "jenkins"); r.code != 2 {
+		t.Errorf("--chown jenkins: exit %d, want 2 (numeric UID:GID)", r.code)
+	}
+}
