@@ -33,24 +33,31 @@ type HomeMark struct {
 	Written   time.Time     `json:"written"`
 }
 
-// Fingerprint summarises a home's selection cheaply: how many paths it
-// holds and the newest ctime among them. Any change to a path (content,
-// mode, owner, rename) sets its ctime to the present, beyond every ctime
-// seen before; a removal changes the count and its directory's ctime.
+// Fingerprint summarises a home's selection from one stat walk: how many
+// paths it holds, the newest ctime among them, and sums of their sizes and
+// inode numbers. Any change to a path (content, mode, owner, rename) sets
+// its ctime to the present, beyond every ctime seen before; a removal
+// changes the count. The sums catch what a ctime alone can miss within one
+// kernel clock tick: an append (size) and a file replaced by rename, as
+// Jenkins saves its XML files (inode).
 type Fingerprint struct {
-	Entries  int64 `json:"entries"`
-	MaxCTime int64 `json:"max_ctime"`
+	Entries  int64  `json:"entries"`
+	MaxCTime int64  `json:"max_ctime"`
+	Bytes    int64  `json:"bytes"`
+	Inodes   uint64 `json:"inode_sum"`
 }
 
 // Add folds one walked entry into the fingerprint.
 func (f *Fingerprint) Add(e *archive.Entry) {
 	f.Entries++
 	f.MaxCTime = max(f.MaxCTime, e.CTime)
+	f.Bytes += e.Size
+	f.Inodes += e.Inode
 }
 
 // Changed reports whether the home changed since f was taken.
 func (f Fingerprint) Changed(now Fingerprint) bool {
-	return now.Entries != f.Entries || now.MaxCTime > f.MaxCTime
+	return now.Entries != f.Entries || now.MaxCTime > f.MaxCTime || now.Bytes != f.Bytes || now.Inodes != f.Inodes
 }
 
 // TakeFingerprint stat-walks the selection of home. A missing home has an
