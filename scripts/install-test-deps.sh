@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the tests and the bench need: stock tools from Debian, and the
-# real object-storage servers (versitygw, SeaweedFS, fake-gcs-server, Azurite)
-# plus toxiproxy, built from the Go module proxy / npm. Idempotent: anything
+# Installs what the tests and the bench need: stock tools from Debian, the
+# linter (staticcheck) and the real object-storage servers (versitygw,
+# SeaweedFS, fake-gcs-server, Azurite) plus toxiproxy, built from the Go
+# module proxy / npm. Idempotent: anything
 # already installed is kept. Binaries go to $HOMESNAP_TOOLS/bin.
 set -euo pipefail
 
@@ -34,6 +35,7 @@ goinstall() { # name module@version [rename-from]
 
 goinstall versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0 &
 goinstall fake-gcs-server github.com/fsouza/fake-gcs-server@v1.56.1 &
+goinstall staticcheck honnef.co/go/tools/cmd/staticcheck@v0.8.2 &
 ( goinstall toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 server &&
   goinstall toxiproxy-cli github.com/Shopify/toxiproxy/v2/cmd/cli@v2.5.0 cli ) &
 

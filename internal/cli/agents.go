@@ -33,11 +33,6 @@ type AgentConfig struct {
 	MasterKeyFile          string `envconfig:"HOMESNAP_MASTER_KEY_FILE" flag:"master-key-file" desc:"secrets/master.key kept out of the store (a mounted Secret): it must unwrap the snapshot's keys, and is installed into the home after the restore"`
 }
 
-// storeOptional: checking a home needs no store.
-func (c *restoreConfig) storeOptional() bool {
-	return c.CheckAgents && c.Snapshot == "" && (c.Compare == "" || c.Compare == "home")
-}
-
 // errContinuity is returned once the report has said why (exit status 1).
 var errContinuity = errors.New("agent continuity would break")
 
@@ -52,9 +47,6 @@ type agentReport struct {
 
 // checkAgents is restore --check-agents.
 func checkAgents(ctx context.Context, cfg *restoreConfig, st store.Store, stdout io.Writer, log zerolog.Logger) error {
-	if st != nil {
-		defer st.Close()
-	}
 	opts, err := agentOptions(cfg)
 	if err != nil {
 		return err

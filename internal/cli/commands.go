@@ -2,11 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -24,8 +24,7 @@ import (
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
 )
 
-// Main runs a command and returns the process exit status: 0 success,
-// 1 failure, 2 a usage mistake.
+// Main runs a command and returns the process exit status (see exitCode).
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -39,48 +38,50 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 			defer pprof.StopCPUProfile()
 		}
 	}
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, "error:", err)
-		return 2
-	default:
-		return 1
-	}
+	return report(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
 }
 
 // setup loads the configuration, the logger and the store.
 func setup(ctx context.Context, name, about string, cfg any, c *Common, args []string, stderr io.Writer) (zerolog.Logger, store.Store, error) {
+	log, err := configure(name, about, cfg, c, args, stderr)
+	if err != nil {
+		return log, nil, err
+	}
+	st, err := openStore(ctx, c, log)
+	return log, st, err
+}
+
+// configure loads and checks the configuration and sets up the logger.
+func configure(name, about string, cfg any, c *Common, args []string, stderr io.Writer) (zerolog.Logger, error) {
 	rest, err := load(name, about, cfg, args, stderr)
 	if err != nil {
-		return zerolog.Logger{}, nil, err
+		return zerolog.Logger{}, err
 	}
 	if len(rest) > 0 {
-		return zerolog.Logger{}, nil, usageError{fmt.Errorf("unexpected argument %q (see %s --help)", rest[0], name)}
+		return zerolog.Logger{}, usageError{fmt.Errorf("unexpected argument %q (see %s --help)", rest[0], name)}
 	}
 	if v, ok := cfg.(validator); ok {
 		if err := v.validate(); err != nil {
-			return zerolog.Logger{}, nil, err
+			return zerolog.Logger{}, err
 		}
 	}
-	log, err := newLogger(c, stderr)
-	if err != nil {
-		return log, nil, err
+	if c.Home != "" {
+		// A relative home is taken from the working directory.
+		if c.Home, err = filepath.Abs(c.Home); err != nil {
+			return zerolog.Logger{}, usageError{fmt.Errorf("home %q: %w", c.Home, err)}
+		}
 	}
-	if o, ok := cfg.(interface{ storeOptional() bool }); ok && o.storeOptional() && c.Store == "" {
-		return log, nil, nil
-	}
+	return newLogger(c, stderr)
+}
+
+// openStore opens the configured store; a failure is logged once.
+func openStore(ctx context.Context, c *Common, log zerolog.Logger) (store.Store, error) {
 	st, err := store.Open(ctx, c.Store)
 	if err != nil {
 		log.Error().Err(err).Str("store", store.Redact(c.Store)).Msg("cannot open the store")
-		return log, nil, err
+		return nil, reported{err}
 	}
-	return log, st, nil
+	return st, nil
 }
 
 type snapshotConfig struct {
@@ -142,7 +143,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
-			return nil, err
+			return nil, reported{err}
 		}
 		if res.Unchanged {
 			log.Info().Str("parent", res.Parent).Msg("nothing changed since the last snapshot; none taken")
@@ -179,84 +180,6 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return sidecar(ctx, &cfg, opts, once, l, log)
-}
-
-type restoreConfig struct {
-	Common
-	Snapshot   string `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
-	AllowEmpty bool   `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
-	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
-	Output     string `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
-	AgentConfig
-	AgeIdentity
-}
-
-const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
-starts (init container) or by hand (disaster recovery). Only the selected
-paths (nodes/, secrets/, jobs/, identity files by default) are changed; the
-home is left as it was if anything fails.`
-
-// Restore is the restore command.
-func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg restoreConfig
-	log, st, err := setup(ctx, "restore", restoreAbout, &cfg, &cfg.Common, args, stderr)
-	if err != nil {
-		return err
-	}
-	if cfg.List { // records are never encrypted: listing needs no key
-		defer st.Close()
-		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
-			log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
-			return err
-		}
-		return nil
-	}
-	if st != nil {
-		// An encrypted store is read through age from here on; a missing
-		// or wrong identity fails now, naming the recipients it needs.
-		snapshot := cfg.Snapshot
-		if snapshot == "head" {
-			snapshot = ""
-		}
-		dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, snapshot, log)
-		if err != nil {
-			st.Close()
-			return err
-		}
-		st = dec.Store
-	}
-	if cfg.CheckAgents {
-		return checkAgents(ctx, &cfg, st, stdout, log)
-	}
-	defer st.Close()
-	ctx, cancel := withTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	masterKey, err := prepareAgentCheck(ctx, &cfg, st, log)
-	if err != nil {
-		return err
-	}
-	res, err := engine.Restore(ctx, engine.RestoreOptions{
-		Home: cfg.Home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Log: log,
-	})
-	if err != nil {
-		log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("restore failed")
-		return err
-	}
-	if masterKey != nil {
-		if err := installMasterKey(cfg.Home, masterKey, log); err != nil {
-			log.Error().Err(err).Msg("restore failed")
-			return err
-		}
-	}
-	if res.Empty {
-		log.Info().Str("store", st.String()).Msg("the store has no snapshot yet; nothing restored (first boot)")
-		return nil
-	}
-	log.Info().Str("snapshot", res.ID).Str("home", cfg.Home).Int64("entries", res.Entries).Int64("files", res.Files).
-		Int64("bytes", res.Bytes).Int64("fetched", res.Fetched).Int64("fetched_bytes", res.FetchedBytes).
-		Int64("written", res.Written).Int64("unchanged", res.Unchanged).Int64("removed", res.Removed).
-		Dur("elapsed", res.Elapsed).Msg("restore complete")
-	return nil
 }
 
 // withTimeout bounds an operation when a timeout is set.

@@ -58,15 +58,3 @@ func nonNegative(name string, d time.Duration, zero string) error {
 	}
 	return nil
 }
-
-func (c *restoreConfig) validate() error {
-	if err := c.Common.validate(); err != nil {
-		return err
-	}
-	switch c.Output {
-	case "text", "table", "json":
-	default:
-		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want text (or table) or json", c.Output)}
-	}
-	return nil
-}

@@ -81,13 +81,23 @@ func selectedTree(t *testing.T, home string) testhome.Tree {
 	return tree
 }
 
+// wholeTree reads everything under dir except what restores and snapshots
+// keep there on purpose: the home's mark and what a forced restore
+// displaced (tests that care look at those directly).
 func wholeTree(t *testing.T, dir string) testhome.Tree {
 	t.Helper()
-	tree, err := testhome.Read(dir, nil)
+	tree, err := testhome.Read(dir, func(rel string) bool { return !kept(rel) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tree
+}
+
+// kept reports whether rel is the home's mark or inside a displaced
+// directory (at the home's root).
+func kept(rel string) bool {
+	top, _, _ := strings.Cut(rel, "/")
+	return top == ".homesnap-home.json" || strings.HasPrefix(top, ".homesnap-displaced-")
 }
 
 func same(t *testing.T, what string, want, got testhome.Tree) {

@@ -72,10 +72,11 @@ func (r *rig) snapshot(t *testing.T, storeURL, home string, deadline time.Durati
 	return timed(t, deadline+hangLimit, "snapshot", r.env, "--once", "--home", home, "--store", storeURL, "--timeout", deadline.String())
 }
 
-// restore runs restore into home from storeURL with a deadline.
+// restore runs restore into home from storeURL with a deadline. The homes
+// hold data of no snapshot of the store (no mark): --force restores over it.
 func (r *rig) restore(t *testing.T, storeURL, home string, deadline time.Duration, args ...string) (result, time.Duration) {
 	t.Helper()
-	return timed(t, deadline+hangLimit, "restore", r.env, append([]string{"--home", home, "--store", storeURL, "--timeout", deadline.String()}, args...)...)
+	return timed(t, deadline+hangLimit, "restore", r.env, append([]string{"--home", home, "--store", storeURL, "--timeout", deadline.String(), "--force"}, args...)...)
 }
 
 // checkRestorable restores id straight from the store into an empty
@@ -413,7 +414,7 @@ func TestFaultServerGoneMidRestore(t *testing.T) {
 	target := buildHome(t, "", 0) // the state before the change, without the big file
 	before := wholeTree(t, target)
 	const deadline = 8 * time.Second
-	p := begin(t, "restore", r.env, "--home", target, "--store", r.flaky, "--timeout", deadline.String())
+	p := begin(t, "restore", r.env, "--home", target, "--store", r.flaky, "--timeout", deadline.String(), "--force")
 	staged := filepath.Join(target, ".homesnap-restore-"+id, "tree", filepath.FromSlash(big))
 	if !poll(deadline, func() bool {
 		fi, err := os.Stat(staged)
@@ -434,7 +435,7 @@ func TestFaultServerGoneMidRestore(t *testing.T) {
 	noLeftovers(t, target)
 
 	// The home is fine for the next attempt, once the store is back.
-	ok(t, run(t, "restore", r.env, "--home", target, "--store", r.direct, "--timeout", "1m"))
+	ok(t, run(t, "restore", r.env, "--home", target, "--store", r.direct, "--timeout", "1m", "--force"))
 	same(t, "restore after the outage", afterRestore(before, want), wholeTree(t, target))
 	noLeftovers(t, target)
 }

@@ -259,10 +259,17 @@ func afterRestore(before, want testhome.Tree) testhome.Tree {
 	return out
 }
 
-// noLeftovers fails if a restore left its staging area in the home.
+// noLeftovers fails if a restore left its staging area (or anything else
+// but the home's mark and displaced paths) in the home.
 func noLeftovers(t *testing.T, home string) {
 	t.Helper()
-	left, _ := filepath.Glob(filepath.Join(home, ".homesnap-*"))
+	all, _ := filepath.Glob(filepath.Join(home, ".homesnap-*"))
+	var left []string
+	for _, p := range all {
+		if !kept(filepath.Base(p)) {
+			left = append(left, p)
+		}
+	}
 	if len(left) > 0 {
 		t.Errorf("left behind in the home: %v", left)
 	}

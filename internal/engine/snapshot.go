@@ -99,6 +99,9 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 		defer parent.Close()
 	}
 	res, err := s.run(ctx, parent)
+	if err == nil && res.Unchanged {
+		s.markHome(head.Snapshot, head.Time)
+	}
 	if err != nil || res.Unchanged {
 		s.discard(ctx, err)
 		return res, err
@@ -116,8 +119,21 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	if err := s.moveHead(ctx, headVersion, start); err != nil {
 		return nil, err
 	}
+	s.markHome(s.id, start.UTC())
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// markHome records in the home that it matched snapshot id when the walk
+// ran: anything changed since has a newer ctime than the walk saw, so a
+// restore can tell that the home is newer than the store. A home the
+// sidecar cannot write to stays unmarked (restore then treats its data as
+// unknown).
+func (s *snapshotter) markHome(id string, at time.Time) {
+	m := &HomeMark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print}
+	if err := WriteHomeMark(s.o.Home, m); err != nil {
+		s.o.Log.Warn().Err(err).Msg("could not mark the home with its snapshot; a restore into it will need --force")
+	}
 }
 
 // moveHead commits the snapshot. When the head cannot be moved, what the
@@ -172,7 +188,7 @@ func openManifest(ctx context.Context, s store.Store, id string) (*archive.Manif
 	rc, err := s.Get(ctx, key, 0, -1)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
-			return nil, fmt.Errorf("manifest of snapshot %s is missing (%s): the store is damaged; pick another snapshot from `restore --list`", id, repo.Name(s, key))
+			return nil, fmt.Errorf("%w store: the manifest of snapshot %s is missing (%s); pick another snapshot from `restore --list`", archive.ErrCorrupt, id, repo.Name(s, key))
 		}
 		return nil, err
 	}
@@ -236,6 +252,7 @@ type snapshotter struct {
 	// What the parent and this snapshot select, for the shrink guard;
 	// written by produce, read after it ends.
 	parentCensus, census census
+	print                Fingerprint // of the walk, for the home's mark
 }
 
 // item is one entry of a job; write means its header (and bytes) go into
@@ -458,6 +475,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 			}
 		}
 		cnt.seen++
+		s.print.Add(e)
 		s.census.add(e)
 		it := item{e: e}
 		switch {

@@ -204,3 +204,26 @@ func (h *History) Oldest() []*Record {
 	slices.Reverse(out)
 	return out
 }
+
+// WalkHistory calls fn with the records of from and its ancestors, newest
+// first, until fn returns false or the history ends (a parent pruned away).
+// It reads one small record per step and needs no LIST, so finding a
+// snapshot a few steps back is cheap on any store.
+func WalkHistory(ctx context.Context, s store.Store, from string, fn func(*Record) bool) error {
+	seen := map[string]bool{}
+	for id := from; id != "" && !seen[id]; {
+		seen[id] = true
+		r, err := LoadRecord(ctx, s, id)
+		if errors.Is(err, store.ErrNotExist) && id != from {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !fn(r) {
+			return nil
+		}
+		id = r.Parent
+	}
+	return nil
+}

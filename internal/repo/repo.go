@@ -106,6 +106,10 @@ type Head struct {
 // ErrNoSnapshot means the store holds no snapshot yet.
 var ErrNoSnapshot = errors.New("no snapshot")
 
+// ErrWrongStore means the prefix is not a homesnap store this version can
+// use: it holds other objects, or a marker of another format or garbage.
+var ErrWrongStore = errors.New("not a usable homesnap store")
+
 // LoadHead checks the store's marker, then reads the head pointer and its
 // version. A store without a head is empty (nil head); a prefix holding
 // something else, or a store of another format, is an error.
@@ -146,7 +150,7 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 		return lerr
 	}
 	if other != "" {
-		return fmt.Errorf("%s is not a homesnap store: it holds other objects (e.g. %q) and no %s; point --store at an empty prefix or an existing homesnap store", s, other, MarkerKey)
+		return fmt.Errorf("%w: %s is not a homesnap store: it holds other objects (e.g. %q) and no %s; point --store at an empty prefix or an existing homesnap store", ErrWrongStore, s, other, MarkerKey)
 	}
 	return nil
 }
@@ -154,10 +158,10 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 func parseMarker(s store.Store, data []byte) (*Marker, error) {
 	var m Marker
 	if err := json.Unmarshal(data, &m); err != nil || m.Homesnap == 0 {
-		return nil, fmt.Errorf("%s is not a homesnap store marker (%s): this homesnap supports format version %d; point --store at a homesnap store, or restore the marker from a backup of the bucket", Name(s, MarkerKey), excerpt(data), FormatVersion)
+		return nil, fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; point --store at a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
 	}
 	if m.Homesnap != FormatVersion {
-		return nil, fmt.Errorf("%s says format version %d; this homesnap supports version %d only: use the homesnap release that wrote the store, or point --store at another prefix (nothing was read or written)", s, m.Homesnap, FormatVersion)
+		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports version %d only: use the homesnap release that wrote the store, or point --store at another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
 	}
 	return &m, nil
 }

@@ -6,24 +6,24 @@ import "fmt"
 // protocol (s3 and minio): kind is the sentinel the code means, if any, and
 // hint says what went wrong and what to do. creds names where the backend
 // takes its credentials from.
-func S3Cause(code, bucket, creds string) (kind error, hint string) {
+func S3Cause(code, bucket, creds string) (hint string, kind error) {
 	switch code {
 	case "NoSuchKey", "NotFound":
-		return ErrNotExist, ""
+		return "", ErrNotExist
 	case "NoSuchBucket":
-		return ErrNotExist, MissingBucket("bucket", bucket)
+		return MissingBucket("bucket", bucket), ErrNotExist
 	case "PreconditionFailed", "ConditionalRequestConflict":
-		return ErrPrecondition, ""
+		return "", ErrPrecondition
 	case "InvalidAccessKeyId", "XAdminUserNotFound": // the latter from versitygw
-		return nil, "the access key is not known to the server: check " + creds
+		return "the access key is not known to the server: check " + creds, nil
 	case "SignatureDoesNotMatch":
-		return nil, "the secret key does not match the access key: check " + creds
+		return "the secret key does not match the access key: check " + creds, nil
 	case "ExpiredToken", "TokenRefreshRequired", "InvalidToken":
-		return nil, "the session token is invalid or expired: refresh the credentials (" + creds + ")"
+		return "the session token is invalid or expired: refresh the credentials (" + creds + ")", nil
 	case "AccessDenied", "AllAccessDisabled", "AccountProblem":
-		return nil, fmt.Sprintf("access denied: allow the identity from %s to get, put, delete and list objects in bucket %q", creds, bucket)
+		return fmt.Sprintf("access denied: allow the identity from %s to get, put, delete and list objects in bucket %q", creds, bucket), nil
 	case "PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException":
-		return nil, fmt.Sprintf("bucket %q is in another region: set region= in the store URL or AWS_REGION", bucket)
+		return fmt.Sprintf("bucket %q is in another region: set region= in the store URL or AWS_REGION", bucket), nil
 	}
-	return nil, ""
+	return "", nil
 }

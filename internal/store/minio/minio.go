@@ -132,11 +132,10 @@ func staticCreds(u *url.URL) *credentials.Credentials {
 func (s *Store) probe(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: string(s.prefix), Recursive: true, MaxKeys: 1}) {
-		if o.Err != nil && minio.ToErrorResponse(o.Err).Code != "AccessDenied" {
-			return s.fail("open", "", o.Err)
-		}
-		break
+	// The first result is enough; cancel stops the listing.
+	o, ok := <-s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: string(s.prefix), Recursive: true, MaxKeys: 1})
+	if ok && o.Err != nil && minio.ToErrorResponse(o.Err).Code != "AccessDenied" {
+		return s.fail("open", "", o.Err)
 	}
 	return nil
 }
@@ -146,7 +145,7 @@ func (s *Store) String() string { return s.name }
 func (s *Store) Close() error { return nil }
 
 func (s *Store) fail(op, key string, err error) error {
-	kind, hint := store.S3Cause(minio.ToErrorResponse(err).Code, s.bucket, creds)
+	hint, kind := store.S3Cause(minio.ToErrorResponse(err).Code, s.bucket, creds)
 	return store.Fail(op, s.name, key, kind, hint, err)
 }
 

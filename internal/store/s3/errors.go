@@ -38,7 +38,7 @@ func code(err error) string {
 }
 
 func (s *Store) fail(op, key string, err error) error {
-	kind, hint := store.S3Cause(code(err), s.bucket, creds)
+	hint, kind := store.S3Cause(code(err), s.bucket, creds)
 	return store.Fail(op, s.name, key, kind, hint, shorten(err))
 }
 

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// Exit statuses. Every outcome that leaves the home usable is 0 (restored,
+// nothing to do, skipped as newer, first boot with --allow-empty), so that
+// an init container lets the controller start; the other codes tell
+// failures apart for scripts and alerts (README: "Exit status").
+const (
+	ExitOK         = 0
+	ExitFailure    = 1 // anything not listed below
+	ExitUsage      = 2 // a mistake in flags or variables
+	ExitRefused    = 3 // restore refused: the home holds data the store does not (--force)
+	ExitNoSnapshot = 4 // the store has no snapshot (or none at --at) and --allow-empty was not given
+	ExitStore      = 5 // the store is unreachable, denies access, timed out, or is not a usable homesnap store
+	ExitCorrupt    = 6 // a snapshot in the store is damaged: missing or corrupt objects
+)
+
+// exitCode maps an error to its exit status: the one place that does.
+func exitCode(err error) int {
+	var ue usageError
+	var se *store.Error
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return ExitOK
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.Is(err, engine.ErrDiverged), errors.Is(err, engine.ErrWouldRemoveMost):
+		return ExitRefused
+	case errors.Is(err, repo.ErrNoSnapshot):
+		return ExitNoSnapshot
+	case errors.Is(err, archive.ErrCorrupt):
+		return ExitCorrupt
+	case errors.As(err, &se), errors.Is(err, repo.ErrWrongStore), errors.Is(err, context.DeadlineExceeded):
+		return ExitStore
+	}
+	return ExitFailure
+}
+
+// reported marks an error that was already logged with its context, so
+// that Main does not report it twice.
+type reported struct{ error }
+
+func (r reported) Unwrap() error { return r.error }
+
+// report prints an error that was not logged yet and returns its status.
+func report(err error, stderr io.Writer) int {
+	code := exitCode(err)
+	var r reported
+	if code != ExitOK && !errors.As(err, &r) {
+		fmt.Fprintln(stderr, "error:", err)
+	}
+	return code
+}

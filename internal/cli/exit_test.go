@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// TestExitCodes: each kind of failure, however wrapped, gets its status.
+func TestExitCodes(t *testing.T) {
+	wrap := func(err error) error { return reported{fmt.Errorf("restore failed: %w", err)} }
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{nil, ExitOK},
+		{errHelp, ExitOK},
+		{usageError{errors.New("bad flag")}, ExitUsage},
+		{wrap(&engine.DivergedError{Reason: "x"}), ExitRefused},
+		{wrap(&engine.RemoveMostError{}), ExitRefused},
+		{wrap(fmt.Errorf("%w in store", repo.ErrNoSnapshot)), ExitNoSnapshot},
+		{wrap(fmt.Errorf("%w archive x", archive.ErrCorrupt)), ExitCorrupt},
+		{wrap(&store.Error{Op: "load", Store: "s3://b/p", Err: errors.New("access denied")}), ExitStore},
+		{wrap(fmt.Errorf("%w: marker", repo.ErrWrongStore)), ExitStore},
+		{wrap(fmt.Errorf("gave up: %w", context.DeadlineExceeded)), ExitStore},
+		{wrap(errors.New("no space left on device")), ExitFailure},
+	} {
+		if got := exitCode(c.err); got != c.want {
+			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+type restoreConfig struct {
+	Common
+	Snapshot   string        `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the head)"`
+	At         string        `envconfig:"HOMESNAP_AT" flag:"at" desc:"restore the newest snapshot taken at or before this time (RFC 3339, e.g. 2026-12-01T14:00:00Z)"`
+	AllowEmpty bool          `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
+	Deadline   time.Duration `envconfig:"HOMESNAP_DEADLINE" default:"10m" flag:"deadline" desc:"give up after this long, naming the store and the step (0: never)"`
+	Target     string        `envconfig:"HOMESNAP_TARGET" flag:"target" desc:"restore into this directory instead of the home (inspection); the home is left alone"`
+	DryRun     bool          `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"print what would be written, removed and fetched, change nothing"`
+	Force      bool          `envconfig:"HOMESNAP_RESTORE_FORCE" flag:"force" desc:"restore over a home that holds data the store does not; what it replaces or removes is kept in .homesnap-displaced-*"`
+	Chown      string        `envconfig:"HOMESNAP_CHOWN" flag:"chown" desc:"UID:GID owning everything restored (as root), instead of the snapshot's owners"`
+	Include    []string      `envconfig:"HOMESNAP_RESTORE_INCLUDE" flag:"include" desc:"restore only paths matching this glob (one job, a folder); others are neither written nor removed"`
+	Exclude    []string      `envconfig:"HOMESNAP_RESTORE_EXCLUDE" flag:"exclude" desc:"leave paths matching this glob alone"`
+	List       bool          `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
+	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
+	AgentConfig
+	AgeIdentity
+
+	at    time.Time
+	owner *engine.Owner
+}
+
+func (c *restoreConfig) validate() error {
+	if err := c.Common.validate(); err != nil {
+		return err
+	}
+	switch c.Output {
+	case "text", "table", "json":
+	default:
+		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want text (or table) or json", c.Output)}
+	}
+	if err := nonNegative("--deadline/HOMESNAP_DEADLINE", c.Deadline, "0 means none"); err != nil {
+		return err
+	}
+	if c.At != "" {
+		if c.Snapshot != "" {
+			return usageError{errors.New("--at and --snapshot both choose the snapshot: give one")}
+		}
+		t, err := time.Parse(time.RFC3339, c.At)
+		if err != nil {
+			return usageError{fmt.Errorf("--at/HOMESNAP_AT %q: want an RFC 3339 time such as 2026-12-01T14:00:00Z", c.At)}
+		}
+		c.at = t
+	}
+	if c.Chown != "" {
+		u, g, ok := strings.Cut(c.Chown, ":")
+		uid, uerr := strconv.ParseUint(u, 10, 31)
+		gid, gerr := strconv.ParseUint(g, 10, 31)
+		if !ok || uerr != nil || gerr != nil {
+			return usageError{fmt.Errorf("--chown/HOMESNAP_CHOWN %q: want numeric UID:GID such as 1000:1000", c.Chown)}
+		}
+		c.owner = &engine.Owner{UID: int(uid), GID: int(gid)}
+	}
+	if c.Target != "" {
+		t, err := filepath.Abs(c.Target)
+		if err != nil {
+			return usageError{fmt.Errorf("--target %q: %w", c.Target, err)}
+		}
+		c.Target = t
+	}
+	return nil
+}
+
+const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
+starts (init container) or by hand (disaster recovery). It first decides
+from the home, the mark a restore or snapshot left in it, and the store:
+a home already at the head is left alone, a home newer than the store is
+skipped (exit 0), a home behind it gets only what changed, and a home whose
+data the store does not hold is refused (exit 3) unless --force. Only the
+selected paths (nodes/, secrets/, jobs/, identity files by default) are
+changed; the home is left as it was if anything fails.`
+
+// Restore is the restore command.
+func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg restoreConfig
+	log, err := configure("restore", restoreAbout, &cfg, &cfg.Common, args, stderr)
+	if err != nil {
+		return err
+	}
+	// One deadline for everything, the store's opening included, so that
+	// an unreachable endpoint cannot hold a pod in its init phase.
+	limit := cfg.Deadline
+	if cfg.Timeout > 0 && (limit == 0 || cfg.Timeout < limit) {
+		limit = cfg.Timeout
+	}
+	ctx, cancel := withTimeout(ctx, limit)
+	defer cancel()
+	var stepMu sync.Mutex
+	step := "opening the store"
+	setStep := func(s string) { stepMu.Lock(); step = s; stepMu.Unlock() }
+	fail := func(msg string, err error) error {
+		if errors.Is(err, context.DeadlineExceeded) && limit > 0 {
+			stepMu.Lock()
+			err = fmt.Errorf("gave up after %v (--deadline) while %s at %s: %w", limit, step, store.Redact(cfg.Store), err)
+			stepMu.Unlock()
+		}
+		log.Error().Err(err).Str("home", cfg.Home).Str("store", store.Redact(cfg.Store)).Msg(msg)
+		return reported{err}
+	}
+	if cfg.CheckAgents && cfg.Store == "" {
+		return checkAgents(ctx, &cfg, nil, stdout, log) // the home alone
+	}
+	st, err := store.Open(ctx, cfg.Store)
+	if err != nil {
+		return fail("cannot open the store", err)
+	}
+	defer st.Close()
+	if cfg.List { // records are never encrypted: listing needs no key
+		setStep("listing snapshots")
+		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
+			return fail("cannot list snapshots", err)
+		}
+		return nil
+	}
+	// An encrypted store is read through age from here on; a missing or
+	// wrong identity fails now, naming the recipients it needs.
+	setStep("checking the store's encryption")
+	snapshot := cfg.Snapshot
+	if snapshot == "head" {
+		snapshot = ""
+	}
+	dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, snapshot, log)
+	if err != nil {
+		return reported{err}
+	}
+	st = dec.Store
+	if cfg.CheckAgents {
+		return checkAgents(ctx, &cfg, st, stdout, log)
+	}
+	home := cfg.Home
+	if cfg.Target != "" {
+		home = cfg.Target
+	}
+	if home == "" {
+		return usageError{errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME (or --target)")}
+	}
+	opts := engine.HomeOptions{
+		RestoreOptions: engine.RestoreOptions{
+			Home: home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty,
+			Include: cfg.Include, Exclude: cfg.Exclude, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, Log: log,
+		},
+		At: cfg.at, Step: setStep,
+	}
+	if cfg.DryRun {
+		opts.OnChange = func(c engine.Change) { fmt.Fprintf(stdout, "%s\t%s\t%d\n", c.Kind, c.Path, c.Size) }
+	}
+	setStep("checking agent continuity")
+	masterKey, err := prepareAgentCheck(ctx, &cfg, st, log)
+	if err != nil {
+		return reported{err}
+	}
+	res, err := engine.RestoreHome(ctx, opts)
+	if err != nil {
+		return fail("restore failed", err)
+	}
+	if masterKey != nil && !cfg.DryRun {
+		if err := installMasterKey(home, masterKey, log); err != nil {
+			return fail("restore failed", err)
+		}
+	}
+	logOutcome(log, home, st.String(), res)
+	if !cfg.DryRun {
+		fmt.Fprintf(stdout, "%s\t%s\n", res.Decision.Action, res.Snapshot)
+	}
+	return nil
+}
+
+// logOutcome says what the restore decided and did, in one line.
+func logOutcome(log zerolog.Logger, home, storeName string, res *engine.HomeResult) {
+	ev := log.Info().Str("decision", string(res.Decision.Action)).Str("reason", res.Decision.Reason).
+		Str("snapshot", res.Snapshot).Str("home", home).Str("store", storeName)
+	r := res.Restore
+	if r == nil {
+		msg := map[engine.Action]string{
+			engine.ActNothing:   "the home is at this snapshot already; nothing to do",
+			engine.ActSkipNewer: "the home is newer than the store; not restoring (the sidecar will snapshot it)",
+			engine.ActFirstBoot: "the store has no snapshot yet; nothing restored (first boot)",
+		}[res.Decision.Action]
+		ev.Msg(msg)
+		return
+	}
+	ev = ev.Int64("entries", r.Entries).Int64("files", r.Files).Int64("bytes", r.Bytes).
+		Int64("fetched", r.Fetched).Int64("fetched_bytes", r.FetchedBytes).Int64("written", r.Written).
+		Int64("unchanged", r.Unchanged).Int64("meta_fixed", r.MetaFixed).Int64("removed", r.Removed).
+		Str("displaced", r.Displaced).Bool("marked", res.Marked).Dur("elapsed", r.Elapsed)
+	switch {
+	case r.DryRun:
+		ev.Msg("dry run: nothing was changed")
+	case r.Displaced != "":
+		ev.Msg("restore complete; the local paths it replaced or removed are in " + r.Displaced)
+	default:
+		ev.Msg("restore complete")
+	}
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// HomeMarkName is the file at the home's root that records which snapshot
+// the home matches. It lives in the reserved namespace, so no walk or
+// snapshot ever sees it.
+const HomeMarkName = scan.ReservedPrefix + "home.json"
+
+// HomeMark says the home's selection was equal to snapshot Snapshot of
+// store Store when Fingerprint was taken. A restore reads it to tell a
+// home that is up to date, newer than the store, or behind it, in the time
+// of a stat walk.
+type HomeMark struct {
+	Store     string        `json:"store"` // for messages; identity comes from the snapshot ID
+	Snapshot  string        `json:"snapshot"`
+	Time      time.Time     `json:"time"` // the snapshot's
+	Selection selector.Spec `json:"selection"`
+	Print     Fingerprint   `json:"fingerprint"`
+	Written   time.Time     `json:"written"`
+}
+
+// Fingerprint summarises a home's selection from one stat walk: how many
+// paths it holds, the newest ctime among them, and sums of their sizes and
+// inode numbers. Any change to a path (content, mode, owner, rename) sets
+// its ctime to the present, beyond every ctime seen before; a removal
+// changes the count. The sums catch what a ctime alone can miss within one
+// kernel clock tick: an append (size) and a file replaced by rename, as
+// Jenkins saves its XML files (inode).
+type Fingerprint struct {
+	Entries  int64  `json:"entries"`
+	MaxCTime int64  `json:"max_ctime"`
+	Bytes    int64  `json:"bytes"`
+	Inodes   uint64 `json:"inode_sum"`
+}
+
+// Add folds one walked entry into the fingerprint.
+func (f *Fingerprint) Add(e *archive.Entry) {
+	f.Entries++
+	f.MaxCTime = max(f.MaxCTime, e.CTime)
+	f.Bytes += e.Size
+	f.Inodes += e.Inode
+}
+
+// Changed reports whether the home changed since f was taken.
+func (f Fingerprint) Changed(now Fingerprint) bool {
+	return now.Entries != f.Entries || now.MaxCTime > f.MaxCTime || now.Bytes != f.Bytes || now.Inodes != f.Inodes
+}
+
+// TakeFingerprint stat-walks the selection of home. A missing home has an
+// empty fingerprint. selected counts the paths that are selected
+// themselves (not only leading to selected paths): zero means the home
+// holds none of the selection.
+func TakeFingerprint(ctx context.Context, home string, sel *selector.Selector) (f Fingerprint, selected int64, err error) {
+	if _, err := os.Stat(home); errors.Is(err, fs.ErrNotExist) {
+		return f, 0, nil
+	}
+	err = scan.Walk(ctx, home, sel, nil, func(e *archive.Entry) error {
+		f.Add(e)
+		if !e.Implied {
+			selected++
+		}
+		return nil
+	})
+	return f, selected, err
+}
+
+// ReadHomeMark returns the home's mark, or nil when it has none.
+func ReadHomeMark(home string) (*HomeMark, error) {
+	p := filepath.Join(home, HomeMarkName)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m HomeMark
+	if err := json.Unmarshal(data, &m); err != nil || m.Snapshot == "" {
+		return nil, fmt.Errorf("%s is damaged (%v): remove it, then restore with --force if the home's data may be replaced", p, err)
+	}
+	return &m, nil
+}
+
+// WriteHomeMark replaces the home's mark atomically (temporary file in the
+// home, fsync, rename).
+func WriteHomeMark(home string, m *HomeMark) error {
+	m.Written = time.Now().UTC()
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(home, HomeMarkName)
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
