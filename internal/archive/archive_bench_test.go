@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -153,7 +154,7 @@ func BenchmarkRangeReader(b *testing.B) {
 	b.SetBytes(total)
 	b.ReportAllocs()
 	for b.Loop() {
-		rr, err := archive.NewRangeReader(bytes.NewReader(data))
+		rr, err := archive.NewRangeReader(bytes.NewReader(data), math.MaxInt64)
 		if err != nil {
 			b.Fatal(err)
 		}

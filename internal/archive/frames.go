@@ -165,7 +165,8 @@ func tarHeader(e *Entry) *tar.Header {
 
 // Decoders are pooled: a restore opens one per ranged read.
 var decoders = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(64<<20))
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(maxWindow), zstd.WithDecoderMaxMemory(maxWindow))
 	if err != nil {
 		panic(err)
 	}
@@ -177,10 +178,26 @@ type RangeReader struct {
 	*tar.Reader
 	zr  *zstd.Decoder
 	src *sourceReader
+	out *boundedReader
 }
 
-// NewRangeReader decodes r, a range that starts on a frame holding a header.
-func NewRangeReader(r io.Reader) (*RangeReader, error) {
+// MaxDecoded is what a range holding entries of the given total size may
+// decode to: their data padded to tar blocks, a header each, and the rest
+// of the frame their first header is in (frames are cut after FrameSize
+// bytes, plus at most one write or header). Decoding stops there, so a
+// range whose tar stream claims a huge entry before the wanted one (a
+// "skip bomb") costs no more than an honest one.
+func MaxDecoded(entries int, size int64) int64 {
+	return size + int64(entries)*(2*512) + 2*FrameSize
+}
+
+// ErrTooLarge marks a range that decodes to more than its entries need.
+var ErrTooLarge = fmt.Errorf("%w archive range: decodes to more than the manifest accounts for", ErrCorrupt)
+
+// NewRangeReader decodes r, a range that starts on a frame holding a header,
+// up to maxDecoded bytes (see MaxDecoded); reading past that fails with
+// ErrTooLarge.
+func NewRangeReader(r io.Reader, maxDecoded int64) (*RangeReader, error) {
 	src := &sourceReader{r: r}
 	zr := decoders.Get().(*zstd.Decoder)
 	if err := zr.Reset(src); err != nil {
@@ -190,7 +207,31 @@ func NewRangeReader(r io.Reader) (*RangeReader, error) {
 		}
 		return nil, fmt.Errorf("%w archive range: %v", ErrCorrupt, err)
 	}
-	return &RangeReader{Reader: tar.NewReader(zr), zr: zr, src: src}, nil
+	out := &boundedReader{r: zr, left: maxDecoded}
+	return &RangeReader{Reader: tar.NewReader(out), zr: zr, src: src, out: out}, nil
+}
+
+// Exceeded reports whether decoding stopped at the bound.
+func (r *RangeReader) Exceeded() bool { return r.out.exceeded }
+
+// boundedReader fails once more than left bytes were read.
+type boundedReader struct {
+	r        io.Reader
+	left     int64
+	exceeded bool
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		b.exceeded = true
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // SourceErr returns the error reading the range itself failed with, if

@@ -129,10 +129,21 @@ type ManifestReader struct {
 	archives map[string]string
 }
 
+// MaxLine bounds one manifest line (the header or an entry): an entry
+// holds at most two PATH_MAX paths, base64-encoded, and a few numbers, so
+// anything longer is damage or an attack, refused before it fills memory.
+const MaxLine = 1 << 20
+
+// maxWindow bounds the zstd window a manifest or archive frame may ask
+// for; homesnap writes 8 MiB windows at most. With lowmem decoding this
+// keeps a reader's memory to a few windows whatever the input says.
+const maxWindow = 8 << 20
+
 // NewManifestReader reads the header from r.
 func NewManifestReader(r io.Reader) (*ManifestReader, error) {
 	src := &sourceReader{r: r}
-	zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(maxWindow), zstd.WithDecoderMaxMemory(maxWindow))
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +172,9 @@ func (m *ManifestReader) readLine() ([]byte, error) {
 	if errors.Is(err, bufio.ErrBufferFull) {
 		m.long = append(m.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(m.long) > MaxLine {
+				return nil, fmt.Errorf("%w manifest: line %d is longer than %d bytes", ErrCorrupt, m.n+1, MaxLine)
+			}
 			line, err = m.br.ReadSlice('\n')
 			m.long = append(m.long, line...)
 		}
@@ -183,6 +197,9 @@ func (m *ManifestReader) Next() (*Entry, error) {
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%w manifest: truncated after %d entries (no trailer)", ErrCorrupt, m.n)
+		}
+		if errors.Is(err, ErrCorrupt) {
+			return nil, err
 		}
 		return nil, fmt.Errorf("%w manifest after entry %d: %v", ErrCorrupt, m.n, err)
 	}

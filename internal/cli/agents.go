@@ -27,7 +27,6 @@ import (
 type AgentConfig struct {
 	CheckAgents            bool   `envconfig:"HOMESNAP_CHECK_AGENTS" flag:"check-agents" desc:"report whether agents will reconnect, then exit: the home (--home), or a snapshot in the store (--snapshot ID or head) without restoring it; exit status 1 when continuity breaks"`
 	Compare                string `envconfig:"HOMESNAP_COMPARE" flag:"compare" desc:"with --check-agents: the state agents know now (home, head or a snapshot ID), compared node by node with the checked one"`
-	Output                 string `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"report format of --check-agents: text or json"`
 	ShowSecrets            bool   `envconfig:"HOMESNAP_SHOW_SECRETS" flag:"show-secrets" desc:"--check-agents prints every inbound agent's full JENKINS_SECRET (a credential; otherwise a fingerprint)"`
 	RequireAgentContinuity bool   `envconfig:"HOMESNAP_REQUIRE_AGENT_CONTINUITY" flag:"require-agent-continuity" desc:"fail the restore, before anything is moved into place, when Jenkins would regenerate keys or an agent could not get back in"`
 	MasterKeyFile          string `envconfig:"HOMESNAP_MASTER_KEY_FILE" flag:"master-key-file" desc:"secrets/master.key kept out of the store (a mounted Secret): it must unwrap the snapshot's keys, and is installed into the home after the restore"`
@@ -55,8 +54,8 @@ func checkAgents(ctx context.Context, cfg *restoreConfig, st store.Store, stdout
 	if st != nil {
 		defer st.Close()
 	}
-	if cfg.Output != "text" && cfg.Output != "json" {
-		return usageError{fmt.Errorf("--output %q: want text or json", cfg.Output)}
+	if cfg.Output != "table" && cfg.Output != "text" && cfg.Output != "json" {
+		return usageError{fmt.Errorf("--output %q: want text (or table) or json", cfg.Output)}
 	}
 	opts, err := agentOptions(cfg)
 	if err != nil {
@@ -166,11 +165,7 @@ func readMasterKeyFile(p string) ([]byte, error) {
 func agentCheck(c agentCheckOptions, log zerolog.Logger) func(ctx context.Context, staged fs.FS) error {
 	masterKey, require, current := c.masterKey, c.require, c.current
 	return func(ctx context.Context, staged fs.FS) error {
-		key := masterKey
-		if key == nil {
-			key = c.homeKey
-		}
-		s, err := jenkins.Inspect(staged, jenkins.Options{MasterKey: key})
+		s, err := jenkins.Inspect(staged, jenkins.Options{MasterKey: masterKey})
 		if err != nil {
 			return fmt.Errorf("agent check: %w", err)
 		}
@@ -211,7 +206,6 @@ func agentCheck(c agentCheckOptions, log zerolog.Logger) func(ctx context.Contex
 
 type agentCheckOptions struct {
 	masterKey []byte         // from --master-key-file: it must unwrap every key
-	homeKey   []byte         // the home's own, for a snapshot without master.key
 	require   bool           // --require-agent-continuity
 	current   *jenkins.State // the home before the restore, when it has keys
 }
@@ -242,23 +236,6 @@ func currentHome(home string) *jenkins.State {
 		return nil
 	}
 	return s
-}
-
-// checkBeforeRestore runs agentCheck on the snapshot to be restored, read
-// from the store, before the restore starts. It stands in for the engine's
-// hook on the staged tree; a snapshot that leaves master.key out is
-// checked with the supplied key, or else the home's own.
-func checkBeforeRestore(ctx context.Context, cfg *restoreConfig, st store.Store, masterKey []byte, log zerolog.Logger) error {
-	sfs, err := engine.OpenSnapshotFS(ctx, st, cfg.Snapshot, jenkins.Needed)
-	if err != nil {
-		return err
-	}
-	o := agentCheckOptions{masterKey: masterKey, require: cfg.RequireAgentContinuity, current: currentHome(cfg.Home)}
-	if masterKey == nil && !ownsMasterKey(sfs) {
-		// The restore leaves the home's master.key where it is.
-		o.homeKey, _ = os.ReadFile(filepath.Join(cfg.Home, filepath.FromSlash(jenkins.MasterKeyPath)))
-	}
-	return agentCheck(o, log.With().Str("snapshot", sfs.ID()).Logger())(ctx, sfs)
 }
 
 // ownsMasterKey reports whether a snapshot's selection covers master.key
@@ -325,31 +302,49 @@ func fileOwner(fi fs.FileInfo) (uid, gid int, ok bool) {
 	return int(st.Uid), int(st.Gid), true
 }
 
-// prepareAgentCheck reads the master key file and checks the snapshot about
-// to be restored (see checkBeforeRestore). It returns the key to install
-// once the restore has committed.
-func prepareAgentCheck(ctx context.Context, cfg *restoreConfig, st store.Store, log zerolog.Logger) ([]byte, error) {
+// restoreCheck is the agent check of one restore: on the home as it will
+// be, before the commit (RestoreOptions.BeforeCommit), then installing a
+// supplied master key after it.
+type restoreCheck struct {
+	opts agentCheckOptions
+	log  zerolog.Logger
+}
+
+// prepareAgentCheck reads the master key file and the home as it is now,
+// before the restore changes it.
+func prepareAgentCheck(cfg *restoreConfig, log zerolog.Logger) (*restoreCheck, error) {
 	opts, err := agentOptions(cfg)
 	if err != nil {
-		log.Error().Err(err).Msg("restore refused")
+		log.Error().Err(err).Msg("restore refused; nothing was changed in the home")
 		return nil, err
 	}
-	err = checkBeforeRestore(ctx, cfg, st, opts.MasterKey, log)
-	if errors.Is(err, repo.ErrNoSnapshot) {
-		// First boot: nothing to restore, but a supplied key must still
-		// fit whatever keys the home already has.
-		err = nil
-		if opts.MasterKey != nil {
-			if _, serr := os.Stat(cfg.Home); serr == nil {
-				err = agentCheck(agentCheckOptions{masterKey: opts.MasterKey, require: cfg.RequireAgentContinuity}, log)(ctx, os.DirFS(cfg.Home))
+	return &restoreCheck{
+		opts: agentCheckOptions{masterKey: opts.MasterKey, require: cfg.RequireAgentContinuity, current: currentHome(cfg.Home)},
+		log:  log,
+	}, nil
+}
+
+// beforeCommit is the engine's hook: staged shows the home as the restore
+// will leave it.
+func (c *restoreCheck) beforeCommit(ctx context.Context, staged fs.FS) error {
+	return agentCheck(c.opts, c.log)(ctx, staged)
+}
+
+// afterCommit installs the supplied master key. On a first boot (nothing
+// restored) the key is first checked against the keys the home has.
+func (c *restoreCheck) afterCommit(ctx context.Context, home string, empty bool) error {
+	if c.opts.masterKey == nil {
+		return nil
+	}
+	if empty {
+		if _, err := os.Stat(home); err == nil {
+			first := agentCheckOptions{masterKey: c.opts.masterKey, require: c.opts.require}
+			if err := agentCheck(first, c.log)(ctx, os.DirFS(home)); err != nil {
+				return err
 			}
 		}
 	}
-	if err != nil {
-		log.Error().Err(err).Str("home", cfg.Home).Msg("restore refused before anything was changed in the home")
-		return nil, err
-	}
-	return opts.MasterKey, nil
+	return installMasterKey(home, c.opts.masterKey, c.log)
 }
 
 // guardKeys runs before every snapshot: it compares the home with the head

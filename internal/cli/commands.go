@@ -18,7 +18,6 @@ import (
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/jenkins"
-	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
@@ -63,6 +62,11 @@ func setup(ctx context.Context, name, about string, cfg any, c *Common, args []s
 	if len(rest) > 0 {
 		return zerolog.Logger{}, nil, usageError{fmt.Errorf("unexpected argument %q (see %s --help)", rest[0], name)}
 	}
+	if v, ok := cfg.(validator); ok {
+		if err := v.validate(); err != nil {
+			return zerolog.Logger{}, nil, err
+		}
+	}
 	log, err := newLogger(c, stderr)
 	if err != nil {
 		return log, nil, err
@@ -88,6 +92,10 @@ type snapshotConfig struct {
 	Exclude  []string      `envconfig:"HOMESNAP_EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
 	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
+	Shrink   bool          `envconfig:"HOMESNAP_ALLOW_SHRINK" flag:"allow-shrink" desc:"commit even when over half the files or bytes, or secrets/ or nodes/, vanished since the last snapshot"`
+	Sidecar
+	Retention
+	Prune bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
 	// ExcludeMasterKey keeps secrets/master.key out of the store (restore
 	// takes it from --master-key-file).
 	ExcludeMasterKey bool `envconfig:"HOMESNAP_EXCLUDE_MASTER_KEY" flag:"exclude-master-key" desc:"leave secrets/master.key out of the store; keep it in a Secret and give it to restore with --master-key-file"`
@@ -118,58 +126,46 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !ok {
 		return usageError{fmt.Errorf("level %q: want fastest, default, better or best", cfg.Level)}
 	}
-	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log, Force: cfg.Force}
-	once := func(ctx context.Context) error {
+	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
+		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink}
+	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
 		if err := guardKeys(ctx, cfg.Home, st, cfg.AcceptKeyChange, log); err != nil {
-			return err
+			return nil, err
 		}
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
-			return err
+			return nil, err
 		}
 		if res.Unchanged {
 			log.Info().Str("parent", res.Parent).Msg("nothing changed since the last snapshot; none taken")
-			return nil
+			return res, nil
 		}
 		log.Info().Str("snapshot", res.ID).Str("parent", res.Parent).
 			Int64("entries", res.Totals.Entries).Int64("files", res.Totals.Files).Int64("bytes", res.Totals.Bytes).
 			Int64("new_entries", res.Totals.New).Int64("new_bytes", res.Totals.NewBytes).Int64("deleted", res.Deleted).
-			Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
+			Int("archives", len(res.Totals.Archives)).Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
 		fmt.Fprintln(stdout, res.ID)
-		return nil
+		if cfg.Prune && !cfg.policy().Empty() {
+			runPrune(ctx, opts.Store, &cfg.Retention, false, log) // logged; the snapshot stands either way
+		}
+		return res, nil
 	}
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)
 		defer cancel()
-		return once(ctx)
+		_, err := once(ctx, opts)
+		return err
 	}
-	log.Info().Dur("interval", cfg.Interval).Str("store", st.String()).Msg("snapshot sidecar started")
-	t := time.NewTicker(cfg.Interval)
-	defer t.Stop()
-	for {
-		if err := once(ctx); err != nil && ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-t.C:
-			continue
-		case <-ctx.Done():
-		}
-		break
-	}
-	// The pod is stopping: one last snapshot within the grace period.
-	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Grace)
-	defer cancel()
-	log.Info().Dur("deadline", cfg.Grace).Msg("stopping: taking the final snapshot")
-	return once(final)
+	return sidecar(ctx, &cfg, opts, once, log)
 }
 
 type restoreConfig struct {
 	Common
 	Snapshot   string `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
 	AllowEmpty bool   `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
-	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots in the store and exit"`
+	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
+	Output     string `envconfig:"HOMESNAP_OUTPUT" default:"table" flag:"output" desc:"format of --list (table or json) and of the --check-agents report (table or text, or json)"`
 	AgentConfig
 }
 
@@ -190,33 +186,37 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer st.Close()
 	if cfg.List {
-		return list(ctx, st, stdout, log)
+		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
+			log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
+			return err
+		}
+		return nil
 	}
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	masterKey, err := prepareAgentCheck(ctx, &cfg, st, log)
+	check, err := prepareAgentCheck(&cfg, log)
 	if err != nil {
 		return err
 	}
 	res, err := engine.Restore(ctx, engine.RestoreOptions{
 		Home: cfg.Home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Log: log,
+		BeforeCommit: check.beforeCommit,
 	})
+	if err == nil {
+		err = check.afterCommit(ctx, cfg.Home, res.Empty)
+	}
 	if err != nil {
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("restore failed")
 		return err
-	}
-	if masterKey != nil {
-		if err := installMasterKey(cfg.Home, masterKey, log); err != nil {
-			log.Error().Err(err).Msg("restore failed")
-			return err
-		}
 	}
 	if res.Empty {
 		log.Info().Str("store", st.String()).Msg("the store has no snapshot yet; nothing restored (first boot)")
 		return nil
 	}
 	log.Info().Str("snapshot", res.ID).Str("home", cfg.Home).Int64("entries", res.Entries).Int64("files", res.Files).
-		Int64("bytes", res.Bytes).Int64("fetched_bytes", res.Fetched).Dur("elapsed", res.Elapsed).Msg("restore complete")
+		Int64("bytes", res.Bytes).Int64("fetched", res.Fetched).Int64("fetched_bytes", res.FetchedBytes).
+		Int64("written", res.Written).Int64("unchanged", res.Unchanged).Int64("removed", res.Removed).
+		Dur("elapsed", res.Elapsed).Msg("restore complete")
 	return nil
 }
 
@@ -226,20 +226,4 @@ func withTimeout(ctx context.Context, d time.Duration) (context.Context, context
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
-}
-
-func list(ctx context.Context, st store.Store, stdout io.Writer, log zerolog.Logger) error {
-	snaps, head, err := repo.List(ctx, st)
-	if err != nil {
-		log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
-		return err
-	}
-	for _, s := range snaps {
-		mark := ""
-		if s == head {
-			mark = "\thead"
-		}
-		fmt.Fprintf(stdout, "%s%s\n", s, mark)
-	}
-	return nil
 }

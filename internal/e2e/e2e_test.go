@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Chmod(dir, 0o755)
-	build := exec.Command("go", "build", "-o", dir, "github.com/homesnap/homesnap/cmd/snapshot", "github.com/homesnap/homesnap/cmd/restore")
+	build := exec.Command("go", "build", "-o", dir, "github.com/homesnap/homesnap/cmd/snapshot", "github.com/homesnap/homesnap/cmd/restore", "github.com/homesnap/homesnap/cmd/prune")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
@@ -120,7 +120,7 @@ func TestSnapshotChangeSnapshotRestoreEach(t *testing.T) {
 		t.Fatalf("snapshot IDs %q and %q", id1, id2)
 	}
 	list := ok(t, run(t, "restore", nil, "--store", storeDir, "--list"))
-	if !strings.Contains(list, id1) || !strings.Contains(list, id2+"\thead") {
+	if !strings.Contains(list, id1) || !strings.Contains(list, id2+" (head)") {
 		t.Fatalf("--list:\n%s", list)
 	}
 	for _, c := range []struct {
@@ -235,7 +235,7 @@ func TestSidecarTakesAFinalSnapshotOnSIGTERM(t *testing.T) {
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "snapshot"), "--home", home, "--store", storeDir, "--interval", "1h", "--log-format", "json")
+	cmd := exec.Command(filepath.Join(bin, "snapshot"), "--home", home, "--store", storeDir, "--interval", "1h", "--listen", "off", "--log-format", "json")
 	var out, errb syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {

@@ -216,31 +216,30 @@ func (l listing) has(id string) bool {
 
 func parseList(t *testing.T, out string) listing {
 	t.Helper()
+	var recs []struct {
+		ID   string `json:"id"`
+		Head bool   `json:"head"`
+	}
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("--list --output json: %v\n%s", err, out)
+	}
 	var l listing
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		id, mark, _ := strings.Cut(line, "\t")
-		switch mark {
-		case "":
-		case "head":
+	for _, r := range recs {
+		if r.Head {
 			if l.head != "" {
 				t.Fatalf("--list marks two heads:\n%s", out)
 			}
-			l.head = id
-		default:
-			t.Fatalf("--list line %q: unexpected mark", line)
+			l.head = r.ID
 		}
-		l.ids = append(l.ids, id)
+		l.ids = append(l.ids, r.ID)
 	}
 	return l
 }
 
-// list runs restore --list against storeURL.
+// list runs restore --list --output json against storeURL.
 func list(t *testing.T, storeURL string, env []string) listing {
 	t.Helper()
-	return parseList(t, ok(t, run(t, "restore", env, "--store", storeURL, "--list")))
+	return parseList(t, ok(t, run(t, "restore", env, "--store", storeURL, "--list", "--output", "json")))
 }
 
 // afterRestore is what a home that held before must hold once a snapshot

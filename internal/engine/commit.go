@@ -5,241 +5,104 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/scan"
-	"github.com/homesnap/homesnap/internal/selector"
 )
 
-// journal records the changes a commit made to the home so that a failure
-// part-way can undo them in reverse order.
-type journal struct {
-	undo []func() error
-}
-
-func (j *journal) rename(from, to string) error {
-	if err := os.Rename(from, to); err != nil {
-		return err
-	}
-	j.undo = append(j.undo, func() error { return os.Rename(to, from) })
-	return nil
-}
-
-// rmdir removes an empty directory; undoing recreates it as it was.
-func (j *journal) rmdir(p string) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		return err
-	}
-	if err := unix.Rmdir(p); err != nil {
-		return err
-	}
-	j.undo = append(j.undo, func() error {
-		if err := unix.Mkdir(p, st.Mode&0o7777); err != nil {
-			return err
-		}
-		if err := unix.Lchown(p, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, unix.EPERM) {
-			return err
-		}
-		if err := unix.Chmod(p, st.Mode&0o7777); err != nil {
-			return err
-		}
-		return unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
-	})
-	return nil
-}
-
-func (j *journal) rollback() error {
-	var errs []error
-	for i := len(j.undo) - 1; i >= 0; i-- {
-		errs = append(errs, j.undo[i]())
-	}
-	return errors.Join(errs...)
-}
-
-// commit moves the staged snapshot into the home. The home is usually a
+// The commit moves the staged snapshot into the home. The home is usually a
 // volume mount point and cannot itself be swapped, so the swap is per path:
 // selected paths absent from the snapshot, and paths in the way, move into
-// the staging area's "old" directory; staged paths move into place, whole
-// subtrees at once where the home has nothing yet. Only selected paths are
-// touched. On error every move is undone.
-func (r *restorer) commit(ctx context.Context) (err error) {
-	var j journal
-	defer func() {
-		if err != nil {
-			if rerr := j.rollback(); rerr != nil {
-				err = fmt.Errorf("%w; rolling back also failed (%v): the displaced paths are in %s", err, rerr, filepath.Join(r.stage, "old"))
-				return
-			}
-			err = fmt.Errorf("%w; the home was left as it was", err)
-		}
-	}()
-	touched := map[string]bool{} // directories that rolling back moves paths out of or into
-	if err := r.removeExtra(ctx, &j, touched); err != nil {
-		return err
-	}
-	pr, err := openPlan(ctx, r.o.Store, r.id)
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-	// Directory metadata is applied when the manifest leaves a directory:
-	// everything below it has been moved in by then, children before their
-	// parents. Moving entries in changes the directories' mtimes, and a
-	// read-only mode would block the moves. open holds the directories
-	// whose metadata is still to apply, innermost last.
-	var open []openDir
-	closeDirs := func(next string) error {
-		for len(open) > 0 {
-			d := open[len(open)-1]
-			if next != "" && strings.HasPrefix(next, d.e.Path+"/") {
-				break
-			}
-			open = open[:len(open)-1]
-			if err := r.setDirMeta(&j, d, touched); err != nil {
-				return err
-			}
-		}
+// the displaced directory; staged paths move into place, whole subtrees at
+// once where the home has nothing yet. Only selected paths are touched.
+//
+// Everything is decided and prepared before the first move (the plan):
+// the displaced directory and every parent directory its paths need exist
+// already, so neither the moves nor their rollback create an inode or
+// delete one. A rollback only renames back and restores metadata.
+
+type actionKind uint8
+
+const (
+	actDisplace actionKind = iota // move a home path into the displaced directory
+	actMoveIn                     // move a staged path into the home
+	actMeta                       // set a home path's owner, mode and mtime
+)
+
+// action is one step of the commit.
+type action struct {
+	kind actionKind
+	rel  string
+	e    *archive.Entry // actMeta: the metadata to set
+	old  unix.Stat_t    // actMeta: what it was, for the rollback
+	done bool
+}
+
+// plan is the commit, in execution order: removals first (so that a
+// directory the snapshot replaces by a file is empty by then), then the
+// replacements in manifest order, then the metadata of directories the
+// removals touched.
+type plan struct {
+	remove, replace, tail []*action
+	wholeDirs             []string // directories moved in whole, in manifest order
+}
+
+// displace plans moving a home path aside, creating its parents in the
+// displaced directory now.
+func (r *restorer) displace(list *[]*action, rel string) error {
+	*list = append(*list, &action{kind: actDisplace, rel: rel})
+	if r.o.DryRun {
 		return nil
 	}
-	skipBelow := "" // a subtree already moved in whole
-	for {
-		e, err := pr.next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
+	if r.disp < 0 {
+		base := displacedPrefix + r.id + "-" + time.Now().UTC().Format("20060102T150405.000Z")
+		r.dispName = base
+		err := unix.Mkdirat(r.home, r.dispName, 0o700)
+		for i := 2; errors.Is(err, unix.EEXIST) && i < 100; i++ {
+			r.dispName = fmt.Sprintf("%s-%d", base, i)
+			err = unix.Mkdirat(r.home, r.dispName, 0o700)
 		}
+		if err != nil {
+			return fmt.Errorf("create %s: %w (is there space?)", r.abs(r.dispName), err)
+		}
+		fd, err := openDirAt(r.home, r.dispName)
 		if err != nil {
 			return err
 		}
-		if err := closeDirs(e.Path); err != nil {
-			return err
-		}
-		if skipBelow != "" && strings.HasPrefix(e.Path, skipBelow) {
-			if e.Type == archive.TypeDir {
-				open = append(open, openDir{e: e, inner: true})
-			}
-			continue
-		}
-		skipBelow = ""
-		target := r.target(e.Path)
-		var st unix.Stat_t
-		lerr := unix.Lstat(target, &st)
-		exists := lerr == nil
-		if lerr != nil && !errors.Is(lerr, unix.ENOENT) {
-			return fmt.Errorf("inspect %s: %w", target, lerr)
-		}
-		if e.Type == archive.TypeDir && exists && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			if !e.Implied {
-				open = append(open, openDir{e: e})
-			}
-			continue
-		}
-		if beforeMove != nil {
-			if err := beforeMove(e.Path); err != nil {
-				return err
-			}
-		}
-		touched[archive.Parent(e.Path)] = true
-		if exists {
-			if err := r.displace(&j, e.Path); err != nil {
-				return err
-			}
-		}
-		if err := j.rename(r.staged(e.Path), target); err != nil {
-			return fmt.Errorf("move %s into place: %w", target, err)
-		}
-		if e.Type == archive.TypeDir {
-			touched[e.Path] = true // rolling back moves it out: it must stay writable
-			open = append(open, openDir{e: e})
-			skipBelow = e.Path + "/"
-		}
+		r.disp = fd
 	}
-	return closeDirs("")
-}
-
-// openDir is a directory whose metadata commit applies once the manifest
-// has left it. inner marks one inside a subtree moved in whole.
-type openDir struct {
-	e     *archive.Entry
-	inner bool
-}
-
-// setDirMeta applies a directory's metadata. Rolling back restores the
-// previous mode and owner where that matters: for directories of the home
-// (the home is left as it was) and for directories that rolling back moves
-// paths through. A directory inside a subtree moved in whole goes back to
-// the staging area with it and only needs to stay removable. Only changed
-// directories are journaled, so the journal grows with the drift, not with
-// the tree.
-func (r *restorer) setDirMeta(j *journal, d openDir, touched map[string]bool) error {
-	p := r.target(d.e.Path)
-	isTouched := touched[d.e.Path]
-	delete(touched, d.e.Path)
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		return fmt.Errorf("set metadata of %s: %w", p, err)
-	}
-	changed := uint32(st.Mode&0o7777) != unixMode(d.e.Mode) || (r.root && (int(st.Uid) != d.e.UID || int(st.Gid) != d.e.GID))
-	if changed && (!d.inner || isTouched || d.e.Mode.Perm()&0o700 != 0o700) {
-		j.undo = append(j.undo, func() error {
-			if r.root {
-				if err := unix.Lchown(p, int(st.Uid), int(st.Gid)); err != nil {
-					return err
-				}
-			}
-			if err := unix.Chmod(p, uint32(st.Mode&0o7777)); err != nil {
-				return err
-			}
-			return unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
-		})
-	}
-	if err := r.setMeta(p, d.e, false); err != nil {
-		return fmt.Errorf("set metadata of %s: %w", p, err)
+	parts := strings.Split(rel, "/")
+	for i := 1; i < len(parts); i++ {
+		err := unix.Mkdirat(r.disp, strings.Join(parts[:i], "/"), 0o700)
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("prepare %s: %w (is there space?)", r.abs(r.dispName+"/"+rel), err)
+		}
 	}
 	return nil
 }
 
-// beforeMove lets tests fail a commit part-way.
-var beforeMove func(rel string) error
-
-func (r *restorer) target(rel string) string {
-	return filepath.Join(r.o.Home, filepath.FromSlash(rel))
-}
-
-// displace moves a home path out of the way into the staging area.
-func (r *restorer) displace(j *journal, rel string) error {
-	to := filepath.Join(r.stage, "old", filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-		return err
+// findExtras plans the removal of the selected paths of the home that the
+// snapshot does not have (files deleted before the snapshot was taken). It
+// walks the home with what the restore may remove and merges that with the
+// sorted manifest. A directory that holds nothing else moves aside whole;
+// one that still holds unselected paths (a workspace) is kept.
+func (r *restorer) findExtras(ctx context.Context) error {
+	if r.home < 0 {
+		return nil
 	}
-	if err := j.rename(r.target(rel), to); err != nil {
-		return fmt.Errorf("move %s aside: %w", r.target(rel), err)
-	}
-	return nil
-}
-
-// removeExtra displaces the selected paths of the home that the snapshot
-// does not have (files deleted before the snapshot was taken). It walks the
-// home with the snapshot's own selection and merges that with the sorted
-// manifest. A directory that still holds unselected paths (a workspace) is
-// kept.
-func (r *restorer) removeExtra(ctx context.Context, j *journal, touched map[string]bool) error {
-	sel, err := selector.New(r.header.Selection)
-	if err != nil {
-		return fmt.Errorf("snapshot %s: %w", r.id, err)
-	}
-	pr, err := openPlan(ctx, r.o.Store, r.id)
+	pr, err := r.openPlan(ctx)
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
-	var extra []*archive.Entry
-	cur, done := (*archive.Entry)(nil), false // the manifest's next entry
+	var extras []*archive.Entry
+	var present int64
+	var dirs []*archive.Entry // manifest directories above the walk's position
+	cur, done := (*archive.Entry)(nil), false
 	advance := func() error {
 		e, err := pr.next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -252,56 +115,191 @@ func (r *restorer) removeExtra(ctx context.Context, j *journal, touched map[stri
 	if err := advance(); err != nil {
 		return err
 	}
-	err = scan.Walk(ctx, r.o.Home, sel, nil, func(e *archive.Entry) error {
+	touched := map[string]*archive.Entry{}
+	err = scan.Walk(ctx, r.o.Home, pr.filter.remove, nil, func(e *archive.Entry) error {
+		for len(dirs) > 0 && !strings.HasPrefix(e.Path, dirs[len(dirs)-1].Path+"/") {
+			dirs = dirs[:len(dirs)-1]
+		}
+		if !e.Implied {
+			present++
+		}
 		for !done && archive.ComparePaths(cur.Path, e.Path) < 0 {
 			if err := advance(); err != nil {
 				return err
 			}
 		}
 		if !done && cur.Path == e.Path {
+			if cur.Type == archive.TypeDir {
+				dirs = append(dirs, cur)
+			}
 			return nil
 		}
-		if !e.Implied {
-			extra = append(extra, e)
+		if e.Implied {
+			return nil
+		}
+		extras = append(extras, e)
+		if len(dirs) > 0 && dirs[len(dirs)-1].Path == archive.Parent(e.Path) && !dirs[len(dirs)-1].Implied {
+			touched[archive.Parent(e.Path)] = dirs[len(dirs)-1]
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	// Deepest first, so a directory is empty of selected paths when it is
-	// considered.
-	for i := len(extra) - 1; i >= 0; i-- {
-		e := extra[i]
-		touched[archive.Parent(e.Path)] = true
+	if n := int64(len(extras)); n > 0 && !r.o.Force && 2*n > present {
+		return &RemoveMostError{Snapshot: r.id, Removed: n, Present: present}
+	}
+	r.removeSet = map[string]bool{}
+	whole := "" // a directory moved aside with everything below it
+	for _, e := range extras {
+		if whole != "" && strings.HasPrefix(e.Path, whole) {
+			r.res.Removed++
+			continue
+		}
 		if e.Type == archive.TypeDir {
-			// Its selected children are gone; keep it if others remain.
-			empty, err := isEmptyDir(r.target(e.Path))
+			keep, err := r.holdsUnselected(e.Path, pr.filter)
 			if err != nil {
 				return err
 			}
-			if empty {
-				if err := j.rmdir(r.target(e.Path)); err != nil {
-					return fmt.Errorf("remove %s: %w", r.target(e.Path), err)
-				}
+			if keep {
+				continue // its selected children are removed one by one
 			}
-			continue
+			whole = e.Path + "/"
 		}
-		if err := r.displace(j, e.Path); err != nil {
+		r.res.Removed++
+		r.change(ChangeRemove, e.Path, 0)
+		r.removeSet[e.Path] = true
+		if err := r.displace(&r.plan.remove, e.Path); err != nil {
 			return err
+		}
+	}
+	for p, e := range touched {
+		r.plan.tail = append(r.plan.tail, &action{kind: actMeta, rel: p, e: e})
+	}
+	return nil
+}
+
+// commit executes the plan; on error it undoes every step taken.
+func (r *restorer) commit() error {
+	steps := make([]*action, 0, len(r.plan.remove)+len(r.plan.replace)+len(r.plan.tail))
+	steps = append(append(append(steps, r.plan.remove...), r.plan.replace...), r.plan.tail...)
+	if len(steps) == 0 {
+		return nil
+	}
+	j, err := r.openJournal()
+	if err != nil {
+		return fmt.Errorf("%w; nothing was changed in the home", err)
+	}
+	defer j.f.Close()
+	for _, a := range steps {
+		if r.o.hooks.kill != nil && r.o.hooks.kill(a) {
+			return errSimulatedKill
+		}
+		if r.o.hooks.beforeAction != nil {
+			if err := r.o.hooks.beforeAction(a); err != nil {
+				return r.rollback(steps, err)
+			}
+		}
+		if err := r.do(a, j); err != nil {
+			return r.rollback(steps, err)
 		}
 	}
 	return nil
 }
 
-func isEmptyDir(p string) (bool, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return false, err
+// errSimulatedKill is returned when a test's kill hook stops a commit.
+var errSimulatedKill = errors.New("simulated kill")
+
+// do takes one step, journaling it first.
+func (r *restorer) do(a *action, j *journal) error {
+	if a.kind == actMeta {
+		if err := unix.Fstatat(r.home, a.rel, &a.old, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
+		}
 	}
-	defer f.Close()
-	if _, err = f.Readdirnames(1); errors.Is(err, io.EOF) {
-		return true, nil
+	if err := j.record(a); err != nil {
+		return err
 	}
-	return false, err
+	switch a.kind {
+	case actDisplace:
+		if err := r.rename(r.home, a.rel, r.disp, a.rel); err != nil {
+			return fmt.Errorf("move %s aside: %w", r.abs(a.rel), err)
+		}
+	case actMoveIn:
+		if err := r.rename(r.tree, a.rel, r.home, a.rel); err != nil {
+			return fmt.Errorf("move %s into place: %w", r.abs(a.rel), err)
+		}
+	case actMeta:
+		a.done = true // a partial change is undone too
+		if err := r.setMeta(r.home, a.rel, a.e, false); err != nil {
+			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
+		}
+		return nil
+	}
+	a.done = true
+	return nil
 }
+
+func (r *restorer) undo(a *action) error {
+	switch a.kind {
+	case actDisplace:
+		return r.rename(r.disp, a.rel, r.home, a.rel)
+	case actMoveIn:
+		return r.rename(r.home, a.rel, r.tree, a.rel)
+	}
+	st := &a.old
+	if r.root {
+		if err := unix.Fchownat(r.home, a.rel, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	if err := unix.Fchmodat(r.home, a.rel, st.Mode&0o7777, 0); err != nil {
+		return err
+	}
+	return unix.UtimesNanoAt(r.home, a.rel, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+func (r *restorer) rename(fromDir int, from string, toDir int, to string) error {
+	if r.o.hooks.rename != nil {
+		return r.o.hooks.rename(fromDir, from, toDir, to)
+	}
+	return unix.Renameat(fromDir, from, toDir, to)
+}
+
+// rollback undoes the steps taken, newest first.
+func (r *restorer) rollback(steps []*action, cause error) error {
+	var errs []error
+	for i := len(steps) - 1; i >= 0; i-- {
+		if a := steps[i]; a.done {
+			if err := r.undo(a); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", a.rel, err))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return fmt.Errorf("%w; the home was left as it was", cause)
+	}
+	re := &rollbackError{cause: cause, undo: errors.Join(errs...), stage: r.abs(r.stageDir) + "/tree"}
+	if r.disp >= 0 {
+		re.displaced = r.abs(r.dispName)
+	}
+	return re
+}
+
+// rollbackError is a commit that failed and could not be fully undone:
+// nothing is deleted, and the message says where every path is.
+type rollbackError struct {
+	cause, undo      error
+	stage, displaced string
+}
+
+func (e *rollbackError) Error() string {
+	disp := "none were moved aside"
+	if e.displaced != "" {
+		disp = "the home's paths moved aside are in " + e.displaced
+	}
+	return fmt.Sprintf("%v; rolling back also failed (%v): the home is partly restored; the snapshot's staged paths are in %s and %s (same relative paths); nothing was deleted — restore again once the cause is fixed, or move them back by hand",
+		e.cause, e.undo, e.stage, disp)
+}
+
+func (e *rollbackError) Unwrap() error { return e.cause }

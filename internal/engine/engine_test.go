@@ -59,8 +59,17 @@ func snap(t *testing.T, home string, st store.Store) *SnapshotResult {
 }
 
 func restore(home string, st store.Store, id string) error {
-	_, err := Restore(context.Background(), RestoreOptions{Home: home, Store: st, Snapshot: id, Log: zerolog.Nop()})
+	_, err := restoreWith(home, st, id, nil)
 	return err
+}
+
+// restoreWith restores with options adjusted by set.
+func restoreWith(home string, st store.Store, id string, set func(*RestoreOptions)) (*RestoreResult, error) {
+	o := RestoreOptions{Home: home, Store: st, Snapshot: id, Log: zerolog.Nop()}
+	if set != nil {
+		set(&o)
+	}
+	return Restore(context.Background(), o)
 }
 
 // selected reads the selected part of a home, as a restore must reproduce it.
@@ -170,9 +179,9 @@ func TestUnchangedHomeTakesNoSnapshot(t *testing.T) {
 	if !again.Unchanged || again.Parent != first.ID {
 		t.Fatalf("got %+v, want unchanged with parent %s", again, first.ID)
 	}
-	ids, head, err := repo.List(context.Background(), st)
-	if err != nil || len(ids) != 1 || head != first.ID {
-		t.Fatalf("List = %v %q %v, want just %s", ids, head, err, first.ID)
+	h, err := repo.LoadHistory(context.Background(), st)
+	if err != nil || len(h.Snapshots) != 1 || h.Head != first.ID || len(h.Unreferenced) != 0 {
+		t.Fatalf("LoadHistory = %+v %v, want just %s", h, err, first.ID)
 	}
 }
 
@@ -505,9 +514,14 @@ func TestFailureWhileMovingIntoPlaceRollsBack(t *testing.T) {
 func assertRolledBack(t *testing.T, target string, st store.Store, failAt func(rel string) error) {
 	t.Helper()
 	before := all(t, target)
-	beforeMove = failAt
-	defer func() { beforeMove = nil }()
-	err := restore(target, st, "")
+	_, err := restoreWith(target, st, "", func(o *RestoreOptions) {
+		o.hooks = &restoreHooks{beforeAction: func(a *action) error {
+			if a.kind == actMeta {
+				return nil
+			}
+			return failAt(a.rel)
+		}}
+	})
 	if err == nil || !strings.Contains(err.Error(), "left as it was") {
 		t.Fatalf("restore: %v", err)
 	}

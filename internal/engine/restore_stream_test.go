@@ -75,7 +75,6 @@ func TestRollbackUndoesDirectoryModesSetEarly(t *testing.T) {
 	}
 
 	// Without the failure the snapshot's read-only mode is applied.
-	beforeMove = nil
 	if err := restore(target, st, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -50,7 +51,7 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 	} else if err := repo.CheckID(id); err != nil {
 		return nil, err
 	}
-	pr, err := openPlan(ctx, st, id)
+	pr, err := openSnapshotPlan(ctx, st, id)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +90,24 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 		}
 	}
 	return f, nil
+}
+
+// openSnapshotPlan reads a manifest with every check a restore makes,
+// keeping every path the snapshot's own selection holds.
+func openSnapshotPlan(ctx context.Context, st store.Store, id string) (*planReader, error) {
+	m, err := openManifest(ctx, st, id)
+	if err != nil {
+		return nil, err
+	}
+	all, err := selector.New(selector.Spec{Preset: "all"})
+	if err == nil {
+		var f *entryFilter
+		if f, err = newEntryFilter(all, nil, nil, m.Header.Selection); err == nil {
+			return &planReader{s: st, id: id, m: m, filter: f}, nil
+		}
+	}
+	m.Close()
+	return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
 }
 
 // ID is the snapshot the FS reads.
@@ -177,7 +196,7 @@ func (f *SnapshotFS) read(e *archive.Entry) ([]byte, error) {
 			return nil, fmt.Errorf("read %s: %w", where, err)
 		}
 		defer rc.Close()
-		tr, err := archive.NewRangeReader(rc)
+		tr, err := archive.NewRangeReader(rc, archive.MaxDecoded(1, e.Size))
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", where, err)
 		}

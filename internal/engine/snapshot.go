@@ -32,6 +32,11 @@ type SnapshotOptions struct {
 	Log      zerolog.Logger
 	// Force commits a snapshot even when nothing changed since the parent.
 	Force bool
+	// Vital names top-level paths whose disappearance refuses the snapshot
+	// (ErrShrunk), as does losing over half the parent's files or bytes,
+	// unless AllowShrink is set.
+	Vital       []string
+	AllowShrink bool
 }
 
 // SnapshotResult describes a committed (or skipped) snapshot.
@@ -83,17 +88,70 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	}
 	res, err := s.run(ctx, parent)
 	if err != nil || res.Unchanged {
+		s.discard(ctx, err)
 		return res, err
 	}
-	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC()})
-	if _, err := store.CompareAndSwap(ctx, o.Store, repo.HeadKey, data, headVersion); err != nil {
-		if errors.Is(err, store.ErrPrecondition) {
-			return nil, fmt.Errorf("another writer moved %s while snapshot %s was taken; this snapshot was discarded (its objects are left for prune): make sure only one snapshot process writes to this store", repo.Name(o.Store, repo.HeadKey), s.id)
-		}
-		return nil, fmt.Errorf("move head to snapshot %s: %w", s.id, err)
+	rec := &repo.Record{
+		ID: s.id, Parent: s.parentID, Time: start.UTC(), Host: hostname(),
+		Entries: res.Totals.Entries, Files: res.Totals.Files, Bytes: res.Totals.Bytes,
+		NewEntries: res.Totals.New, NewBytes: res.Totals.NewBytes, Stored: res.Stored, Archives: res.Totals.Archives,
+	}
+	if err := repo.WriteRecord(ctx, o.Store, rec); err != nil {
+		s.discard(ctx, err)
+		return nil, err
+	}
+	s.written = append(s.written, repo.RecordKey(s.id))
+	if err := s.moveHead(ctx, headVersion, start); err != nil {
+		return nil, err
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// moveHead commits the snapshot. When the head cannot be moved, what the
+// snapshot stored is removed again, unless the head may already point at
+// it (an answer lost after the write was applied).
+func (s *snapshotter) moveHead(ctx context.Context, headVersion store.Version, start time.Time) error {
+	st := s.o.Store
+	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC()})
+	_, err := store.CompareAndSwap(ctx, st, repo.HeadKey, data, headVersion)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrPrecondition):
+		err = fmt.Errorf("another writer moved %s while snapshot %s was taken; this snapshot was discarded: make sure only one snapshot process writes to this store", repo.Name(st, repo.HeadKey), s.id)
+		s.discard(ctx, err)
+		return err
+	}
+	err = fmt.Errorf("move head to snapshot %s: %w", s.id, err)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	if head, _, lerr := repo.LoadHead(cctx, st); lerr == nil && head != nil && head.Snapshot == s.id {
+		return nil // the write was applied; only its answer was lost
+	} else if lerr == nil {
+		s.discard(ctx, err)
+	}
+	return err
+}
+
+// discardTimeout bounds the clean-up after a failed snapshot, so that it
+// cannot eat the final snapshot's SIGTERM grace or outlast --timeout much.
+const discardTimeout = 3 * time.Second
+
+// discard removes, best effort and bounded, the objects an uncommitted
+// snapshot stored (a full store rejecting the manifest or the head must
+// not keep the archive that filled it); prune collects what remains.
+func (s *snapshotter) discard(ctx context.Context, why error) {
+	if len(s.written) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	if err := s.o.Store.Delete(ctx, s.written...); err != nil {
+		s.o.Log.Warn().Err(err).Strs("keys", s.written).Msg("could not remove the objects of the discarded snapshot; prune will")
+		return
+	}
+	s.o.Log.Info().Str("snapshot", s.id).AnErr("cause", why).Strs("keys", s.written).Msg("removed the objects of the snapshot that was not committed")
 }
 
 // openManifest opens a snapshot's manifest for streaming.
@@ -162,6 +220,10 @@ type snapshotter struct {
 	id       string
 	parentID string
 	comp     *archive.Compressor
+	written  []string // keys stored so far, removed if the snapshot is not committed
+	// What the parent and this snapshot select, for the shrink guard;
+	// written by produce, read after it ends.
+	parentCensus, census census
 }
 
 // item is one entry of a job; write means its header (and bytes) go into
@@ -240,6 +302,10 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 		manifest.abort(err)
 		return nil, archiveUp.abort(err)
 	}
+	if err := checkShrink(s.parentCensus, s.census, s.o.Vital); parent != nil && err != nil && !s.o.AllowShrink {
+		manifest.abort(err)
+		return nil, archiveUp.abort(err)
+	}
 	if parent != nil && cnt.changed == 0 && cnt.deleted == 0 && !s.o.Force {
 		abort := errors.New("unchanged")
 		manifest.abort(abort)
@@ -259,12 +325,16 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 		manifest.abort(err)
 		return nil, fmt.Errorf("upload archive %s: %w", repo.Name(s.o.Store, repo.ArchiveKey(s.id)), err)
 	}
+	if archiveUp.started() {
+		s.written = append(s.written, repo.ArchiveKey(s.id))
+	}
 	if res.Totals, err = mw.Close(newEntries, newBytes); err != nil {
 		return nil, manifest.abort(err)
 	}
 	if err := manifest.finish(); err != nil {
 		return nil, fmt.Errorf("upload manifest %s: %w", repo.Name(s.o.Store, repo.ManifestKey(s.id)), err)
 	}
+	s.written = append(s.written, repo.ManifestKey(s.id))
 	res.Stored = archiveUp.n
 	return res, nil
 }
@@ -287,6 +357,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 			return fmt.Errorf("parent snapshot %s: %w", s.parentID, err)
 		}
 		old = e
+		s.parentCensus.add(e)
 		return nil
 	}
 	if err := nextOld(); err != nil {
@@ -328,6 +399,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 			}
 		}
 		cnt.seen++
+		s.census.add(e)
 		it := item{e: e}
 		switch {
 		case prev != nil && e.SameMeta(prev):

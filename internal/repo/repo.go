@@ -20,17 +20,27 @@ import (
 
 // Store layout, relative to the store URL's prefix:
 //
-//	homesnap.json              marker: this prefix is a homesnap store
+//	homesnap.json              marker: this prefix is a homesnap store, and its format
 //	head.json                  the newest snapshot, moved by compare-and-swap
 //	snapshots/<id>.json.zst    manifests
+//	snapshots/<id>.json        records: a snapshot's summary (see Record)
 //	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
 const (
 	MarkerKey = "homesnap.json"
 	HeadKey   = "head.json"
 )
 
+// FormatVersion is the store layout this homesnap reads and writes; a store
+// whose marker names another is refused before anything is read or written.
+const FormatVersion = 1
+
 func ManifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
+func RecordKey(id string) string   { return "snapshots/" + id + ".json" }
 func ArchiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
+
+// Keys lists every object a snapshot itself may have written, for cleaning
+// up after a snapshot that was not committed.
+func Keys(id string) []string { return []string{RecordKey(id), ManifestKey(id), ArchiveKey(id)} }
 
 // Snapshot IDs sort by creation time and never change: a redeploy does not
 // renumber them.
@@ -65,14 +75,15 @@ type Head struct {
 // ErrNoSnapshot means the store holds no snapshot yet.
 var ErrNoSnapshot = errors.New("no snapshot")
 
-// LoadHead reads the head pointer and its version. A store without a head
-// is either empty (ErrNoSnapshot) or not a homesnap store.
+// LoadHead checks the store's marker, then reads the head pointer and its
+// version. A store without a head is empty (nil head); a prefix holding
+// something else, or a store of another format, is an error.
 func LoadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) {
+	if err := CheckMarker(ctx, s); err != nil {
+		return nil, "", err
+	}
 	data, v, err := s.Load(ctx, HeadKey)
 	if errors.Is(err, store.ErrNotExist) {
-		if err := CheckMarker(ctx, s); err != nil {
-			return nil, "", err
-		}
 		return nil, "", nil
 	}
 	if err != nil {
@@ -85,10 +96,19 @@ func LoadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) 
 	return &h, v, nil
 }
 
-// CheckMarker tells an empty store from a prefix that holds something else.
+// CheckMarker refuses a store whose marker is not ours (garbage, another
+// format version) and tells an empty store from a prefix that holds
+// something else.
 func CheckMarker(ctx context.Context, s store.Store) error {
-	_, _, err := s.Load(ctx, MarkerKey)
+	data, _, err := s.Load(ctx, MarkerKey)
 	if err == nil {
+		var m marker
+		if jerr := json.Unmarshal(data, &m); jerr != nil || m.Homesnap == 0 {
+			return fmt.Errorf("%s is not a homesnap store marker (%s): this homesnap supports format version %d; point --store at a homesnap store, or restore the marker from a backup of the bucket", Name(s, MarkerKey), excerpt(data), FormatVersion)
+		}
+		if m.Homesnap != FormatVersion {
+			return fmt.Errorf("%s says format version %d; this homesnap supports version %d only: use the homesnap release that wrote the store, or point --store at another prefix (nothing was read or written)", s, m.Homesnap, FormatVersion)
+		}
 		return nil
 	}
 	if !errors.Is(err, store.ErrNotExist) {
@@ -108,7 +128,7 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 
 // EnsureMarker makes the store a homesnap store on the first snapshot.
 func EnsureMarker(ctx context.Context, s store.Store) error {
-	data, _ := json.Marshal(marker{Homesnap: 1})
+	data, _ := json.Marshal(marker{Homesnap: FormatVersion})
 	_, err := store.CompareAndSwap(ctx, s, MarkerKey, data, "")
 	if errors.Is(err, store.ErrPrecondition) {
 		return nil // another writer created it first
@@ -116,28 +136,16 @@ func EnsureMarker(ctx context.Context, s store.Store) error {
 	return err
 }
 
+// excerpt quotes the start of a damaged object for a message.
+func excerpt(data []byte) string {
+	const n = 40
+	if len(data) > n {
+		return fmt.Sprintf("starts %q", data[:n])
+	}
+	return fmt.Sprintf("holds %q", data)
+}
+
 // Name is for messages: the store URL and a key.
 func Name(s store.Store, key string) string {
 	return strings.TrimSuffix(s.String(), "/") + "/" + key
-}
-
-// List returns the IDs of the snapshots in the store, oldest first, and the
-// one the head points at.
-func List(ctx context.Context, s store.Store) ([]string, string, error) {
-	head, _, err := LoadHead(ctx, s)
-	if err != nil {
-		return nil, "", err
-	}
-	var ids []string
-	err = s.List(ctx, "snapshots/", func(o store.Object) error {
-		id := strings.TrimSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json.zst")
-		if CheckID(id) == nil {
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	if head == nil {
-		return ids, "", err
-	}
-	return ids, head.Snapshot, err
 }

@@ -46,6 +46,7 @@ type Selector struct {
 	spec    Spec
 	include []pattern
 	exclude []pattern
+	all     []*Selector // Intersect: a path must be selected by each
 }
 
 type pattern []string // components; "**" is a wildcard component
@@ -70,8 +71,16 @@ func New(spec Spec) (*Selector, error) {
 	return s, nil
 }
 
-// Spec returns what the selector was built from.
+// Spec returns what the selector was built from (for an intersection,
+// the first selector's).
 func (s *Selector) Spec() Spec { return s.spec }
+
+// Intersect returns a selector that selects a path only when every one of
+// sels selects it: a restore changes what both its own configuration and
+// the snapshot select.
+func Intersect(sels ...*Selector) *Selector {
+	return &Selector{spec: sels[0].spec, all: sels}
+}
 
 func compile(globs []string) ([]pattern, error) {
 	var out []pattern
@@ -100,6 +109,14 @@ func compile(globs []string) ([]pattern, error) {
 // in the selection: it or one of its ancestors matches an include, and none
 // matches an exclude.
 func (s *Selector) Selected(rel string) bool {
+	if s.all != nil {
+		for _, o := range s.all {
+			if !o.Selected(rel) {
+				return false
+			}
+		}
+		return true
+	}
 	comps := strings.Split(rel, "/")
 	return coveredBy(s.include, comps) && !coveredBy(s.exclude, comps)
 }
@@ -108,6 +125,16 @@ func (s *Selector) Selected(rel string) bool {
 // directory is selected: only the last component needs matching, which keeps
 // the per-file cost of a walk over millions of files small.
 func (s *Selector) SelectedIn(parentSelected bool, rel string) bool {
+	if s.all != nil {
+		// A parent left out by one selector may still be selected by
+		// another: without a selected parent, check each in full.
+		for _, o := range s.all {
+			if parentSelected && !o.SelectedIn(true, rel) || !parentSelected && !o.Selected(rel) {
+				return false
+			}
+		}
+		return true
+	}
 	comps := strings.Split(rel, "/")
 	if !parentSelected && !anyMatch(s.include, comps) {
 		return false
@@ -129,6 +156,14 @@ func anyMatch(pats []pattern, comps []string) bool {
 // An excluded directory is never entered.
 func (s *Selector) Enter(rel string) bool {
 	if rel == "" {
+		return true
+	}
+	if s.all != nil {
+		for _, o := range s.all {
+			if !o.Enter(rel) {
+				return false
+			}
+		}
 		return true
 	}
 	comps := strings.Split(rel, "/")

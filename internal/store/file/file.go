@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -27,6 +28,11 @@ func init() {
 	store.Register("file", func(_ context.Context, u *url.URL) (store.Store, error) {
 		if u.Host != "" && u.Host != "localhost" {
 			return nil, fmt.Errorf("store %s: file URLs need an absolute path (file:///path), got host %q", u, u.Host)
+		}
+		if u.RawQuery != "" {
+			// Like the object stores' unknown options: a typo must not be ignored.
+			where := (&url.URL{Scheme: u.Scheme, Path: u.Path}).String()
+			return nil, &store.Error{Op: "open", Store: where, Err: fmt.Errorf("unknown option in %q: file:// stores take no options", "?"+u.RawQuery)}
 		}
 		return Open(filepath.FromSlash(u.Path))
 	})
@@ -57,7 +63,28 @@ func Open(root string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, &store.Error{Op: "open", Store: "file://" + root, Err: errors.New("not a directory")}
 	}
-	return &Store{root: root}, nil
+	s := &Store{root: root}
+	s.collectTemp(time.Now().Add(-TempMaxAge))
+	return s, nil
+}
+
+// TempMaxAge is how long a temporary file may go unmodified before Open
+// removes it. A live write appends to its file continuously, so one this
+// stale was left by a process killed mid-write (kill -9, node loss).
+const TempMaxAge = time.Hour
+
+// collectTemp removes temporary files last modified before cutoff. It is
+// best effort: a store opened read-only leaves them for a writer.
+func (s *Store) collectTemp(cutoff time.Time) {
+	filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), tmpPrefix) {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			os.Remove(p)
+		}
+		return nil
+	})
 }
 
 func (s *Store) String() string { return "file://" + filepath.ToSlash(s.root) }

@@ -1,0 +1,46 @@
+# homesnap: one small image with both programs.
+#   restore   the init container and the disaster-recovery command
+#   snapshot  the sidecar
+#   prune     applies a retention policy (the sidecar can do it too)
+#
+# The binaries are static (CGO_ENABLED=0), so the image is scratch plus CA
+# certificates for the cloud stores. It runs as uid/gid 1000, the user of the
+# official Jenkins image, needs no shell and writes nothing outside the
+# Jenkins home volume, so it works under readOnlyRootFilesystem: true.
+#
+#   docker build -t homesnap .
+#   docker run --rm homesnap restore --help
+
+ARG GO_VERSION=1.26
+# The release the examples deploy (ghcr.io/homesnap/homesnap:VERSION).
+ARG VERSION=0.1.0
+
+FROM golang:${GO_VERSION} AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY cmd/ cmd/
+COPY internal/ internal/
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w -buildid=" \
+        -o /out/ ./cmd/restore ./cmd/snapshot ./cmd/prune && \
+    mkdir /out/home
+
+FROM scratch
+ARG VERSION
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="homesnap" \
+      org.opencontainers.image.description="Backup and restore of a Jenkins controller's home across pod restarts (restore init container, snapshot sidecar)" \
+      org.opencontainers.image.source="https://github.com/homesnap/homesnap" \
+      org.opencontainers.image.url="https://github.com/homesnap/homesnap" \
+      org.opencontainers.image.documentation="https://github.com/homesnap/homesnap#readme" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=build /out/restore /out/snapshot /out/prune /usr/local/bin/
+# An empty home owned by 1000, so a fresh Docker volume mounted there is
+# writable by the image's user (Kubernetes uses fsGroup instead).
+COPY --from=build --chown=1000:1000 /out/home /var/jenkins_home
+ENV PATH=/usr/local/bin \
+    JENKINS_HOME=/var/jenkins_home
+USER 1000:1000
+CMD ["restore", "--help"]

@@ -1,0 +1,473 @@
+// Package examples holds the manifests people paste next to their Jenkins.
+// These tests decode each one strictly into the official Kubernetes types
+// and check the wiring a typo would break: the home volume, the variables,
+// the image, the user.
+package examples
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var bin string // the statically built restore and snapshot
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "homesnap-examples-")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(dir, 0o755)
+	// Built exactly as the Dockerfile builds them.
+	build := exec.Command("go", "build", "-trimpath", "-o", dir, "../cmd/restore", "../cmd/snapshot", "../cmd/prune")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build binaries:", err)
+		os.Exit(1)
+	}
+	bin = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// document is one decoded Kubernetes object of an example file.
+type document struct {
+	file string
+	obj  any
+}
+
+// decodeStrict decodes every document of a multi-document YAML file into
+// its official type; unknown fields and unknown kinds are errors.
+func decodeStrict(t *testing.T, file string) []document {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []document
+	for _, raw := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		var meta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(raw), &meta); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if meta.Kind == "" {
+			continue // comments only
+		}
+		var obj any
+		switch meta.APIVersion + " " + meta.Kind {
+		case "apps/v1 StatefulSet":
+			obj = &appsv1.StatefulSet{}
+		case "apps/v1 Deployment":
+			obj = &appsv1.Deployment{}
+		case "v1 Service":
+			obj = &corev1.Service{}
+		case "v1 ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "v1 Secret":
+			obj = &corev1.Secret{}
+		case "v1 ServiceAccount":
+			obj = &corev1.ServiceAccount{}
+		case "networking.k8s.io/v1 Ingress":
+			obj = &networkingv1.Ingress{}
+		default:
+			t.Fatalf("%s: no type for %s %s", file, meta.APIVersion, meta.Kind)
+		}
+		if err := yaml.UnmarshalStrict([]byte(raw), obj); err != nil {
+			t.Fatalf("%s: %s: %v", file, meta.Kind, err)
+		}
+		docs = append(docs, document{file, obj})
+	}
+	return docs
+}
+
+func allManifests(t *testing.T) []document {
+	files, _ := filepath.Glob("kubernetes/*.yaml")
+	if len(files) < 4 {
+		t.Fatalf("found %d Kubernetes examples, want at least 4", len(files))
+	}
+	var docs []document
+	for _, f := range files {
+		docs = append(docs, decodeStrict(t, f)...)
+	}
+	return docs
+}
+
+// dockerfile returns the release the Dockerfile builds and its user.
+func dockerfile(t *testing.T) (version, user string) {
+	data, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(?m)^ARG VERSION=(\S+)$`).FindSubmatch(data); m != nil {
+		version = string(m[1])
+	}
+	if m := regexp.MustCompile(`(?m)^USER (\S+)$`).FindSubmatch(data); m != nil {
+		user = string(m[1])
+	}
+	if version == "" || user == "" {
+		t.Fatal("Dockerfile: no ARG VERSION=... or USER line")
+	}
+	return version, user
+}
+
+func TestKubernetesExamplesWiring(t *testing.T) {
+	version, _ := dockerfile(t)
+	image := "ghcr.io/homesnap/homesnap:" + version
+	config := map[string]string{} // the shared ConfigMap's variables
+	var sets []*appsv1.StatefulSet
+	for _, d := range allManifests(t) {
+		switch o := d.obj.(type) {
+		case *corev1.ConfigMap:
+			if o.Name == "homesnap" {
+				config = o.Data
+			}
+		case *appsv1.StatefulSet:
+			sets = append(sets, o)
+		}
+	}
+	if config["HOMESNAP_STORE"] == "" || config["HOMESNAP_HOME"] == "" {
+		t.Fatalf("ConfigMap homesnap lacks HOMESNAP_STORE or HOMESNAP_HOME: %v", config)
+	}
+	var native, classic int
+	for _, s := range sets {
+		p := checkPod(t, s.Name, &s.Spec.Template.Spec, image, config)
+		if p.native {
+			native++
+		} else {
+			classic++
+		}
+	}
+	if native == 0 || classic == 0 {
+		t.Errorf("want a native-sidecar and a classic-sidecar StatefulSet, got %d and %d", native, classic)
+	}
+}
+
+// pod is what checkPod found in a Jenkins pod spec.
+type pod struct{ native bool }
+
+// checkPod checks one Jenkins pod: restore runs first as an init container,
+// the snapshot runs beside Jenkins, all three see the home at the same
+// path, the homesnap containers run the released image as uid 1000 on a
+// read-only root, the probes hit the port the sidecar listens on, and the
+// grace period leaves room for the final snapshot.
+func checkPod(t *testing.T, name string, spec *corev1.PodSpec, image string, config map[string]string) pod {
+	t.Helper()
+	find := func(list []corev1.Container, cmd string) (int, *corev1.Container) {
+		for i := range list {
+			if len(list[i].Command) > 0 && list[i].Command[0] == cmd {
+				return i, &list[i]
+			}
+		}
+		return -1, nil
+	}
+	ri, restore := find(spec.InitContainers, "restore")
+	si, snap := find(spec.InitContainers, "snapshot")
+	var p pod
+	if snap != nil {
+		p.native = true
+		if snap.RestartPolicy == nil || *snap.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			t.Errorf("%s: snapshot init container without restartPolicy: Always is not a sidecar", name)
+		}
+		if ri > si {
+			t.Errorf("%s: the snapshot sidecar starts before the restore", name)
+		}
+	} else {
+		_, snap = find(spec.Containers, "snapshot")
+	}
+	var jenkins *corev1.Container
+	for i := range spec.Containers {
+		if strings.HasPrefix(spec.Containers[i].Image, "jenkins/jenkins:") {
+			jenkins = &spec.Containers[i]
+		}
+	}
+	if restore == nil || snap == nil || jenkins == nil {
+		t.Fatalf("%s: want a restore init container, a snapshot sidecar and Jenkins", name)
+	}
+	home := config["HOMESNAP_HOME"]
+	mount := func(c *corev1.Container) string {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == home {
+				return m.Name
+			}
+		}
+		t.Errorf("%s: container %s does not mount the home at %s", name, c.Name, home)
+		return ""
+	}
+	if vr, vs, vj := mount(restore), mount(snap), mount(jenkins); vr != vj || vs != vj {
+		t.Errorf("%s: the home is volume %q in restore, %q in snapshot, %q in Jenkins", name, vr, vs, vj)
+	}
+	if env(jenkins, "JENKINS_HOME") != home {
+		t.Errorf("%s: Jenkins' JENKINS_HOME is %q, homesnap's home %q", name, env(jenkins, "JENKINS_HOME"), home)
+	}
+	sc := spec.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 || sc.FSGroup == nil {
+		t.Errorf("%s: the pod must run as uid 1000 with an fsGroup", name)
+	}
+	for _, c := range []*corev1.Container{restore, snap} {
+		if c.Image != image {
+			t.Errorf("%s: %s runs %s, the Dockerfile builds %s", name, c.Name, c.Image, image)
+		}
+		if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+			t.Errorf("%s: %s must have a read-only root filesystem", name, c.Name)
+		}
+	}
+	listen := env(snap, "HOMESNAP_LISTEN")
+	_, port, _ := strings.Cut(listen, ":")
+	if port == "" {
+		t.Fatalf("%s: the snapshot sidecar does not set HOMESNAP_LISTEN", name)
+	}
+	for _, probe := range []*corev1.Probe{snap.LivenessProbe, snap.StartupProbe, snap.ReadinessProbe} {
+		if probe == nil || probe.HTTPGet == nil {
+			continue
+		}
+		if got := probe.HTTPGet.Port.String(); got != port && !hasPort(snap, got, port) {
+			t.Errorf("%s: a probe hits port %s, the sidecar listens on %s", name, got, listen)
+		}
+	}
+	if snap.LivenessProbe == nil {
+		t.Errorf("%s: the sidecar has no liveness probe", name)
+	}
+	grace := int64(30)
+	if spec.TerminationGracePeriodSeconds != nil {
+		grace = *spec.TerminationGracePeriodSeconds
+	}
+	if final := seconds(t, env(snap, "HOMESNAP_FINAL_TIMEOUT")); final == 0 || final >= grace {
+		t.Errorf("%s: final snapshot timeout %ds does not fit in the grace period %ds", name, final, grace)
+	}
+	return p
+}
+
+// hasPort reports whether the container names port want as name.
+func hasPort(c *corev1.Container, name, want string) bool {
+	for _, p := range c.Ports {
+		if p.Name == name && fmt.Sprint(p.ContainerPort) == want {
+			return true
+		}
+	}
+	return false
+}
+
+func env(c *corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func seconds(t *testing.T, d string) int64 {
+	var n int64
+	if d != "" {
+		if _, err := fmt.Sscanf(d, "%ds", &n); err != nil {
+			t.Errorf("duration %q: want whole seconds like 45s", d)
+		}
+	}
+	return n
+}
+
+// TestHelmValues decodes the containers the chart renders verbatim
+// (controller.customInitContainers) into the official type and checks the
+// same wiring against the chart's home volume.
+func TestHelmValues(t *testing.T) {
+	data, err := os.ReadFile("helm/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Controller struct {
+			JenkinsHome                   string             `json:"jenkinsHome"`
+			RunAsUser                     int64              `json:"runAsUser"`
+			FSGroup                       int64              `json:"fsGroup"`
+			TerminationGracePeriodSeconds int64              `json:"terminationGracePeriodSeconds"`
+			CustomInitContainers          []corev1.Container `json:"customInitContainers"`
+		} `json:"controller"`
+		Persistence    map[string]any `json:"persistence"`
+		ServiceAccount map[string]any `json:"serviceAccount"`
+	}
+	if err := yaml.UnmarshalStrict(data, &values); err != nil {
+		t.Fatalf("helm/values.yaml: %v", err)
+	}
+	c := values.Controller
+	version, _ := dockerfile(t)
+	// The chart's pod: its home volume is "jenkins-home" at jenkinsHome,
+	// and Jenkins runs as controller.runAsUser with controller.fsGroup.
+	uid := c.RunAsUser
+	spec := &corev1.PodSpec{
+		InitContainers:                c.CustomInitContainers,
+		TerminationGracePeriodSeconds: &c.TerminationGracePeriodSeconds,
+		SecurityContext:               &corev1.PodSecurityContext{RunAsUser: &uid, FSGroup: &c.FSGroup},
+		Containers: []corev1.Container{{
+			Name: "jenkins", Image: "jenkins/jenkins:lts",
+			Env:          []corev1.EnvVar{{Name: "JENKINS_HOME", Value: c.JenkinsHome}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "jenkins-home", MountPath: c.JenkinsHome}},
+		}},
+	}
+	if p := checkPod(t, "helm", spec, "ghcr.io/homesnap/homesnap:"+version, map[string]string{"HOMESNAP_HOME": c.JenkinsHome}); !p.native {
+		t.Error("helm: the snapshot should be a native sidecar in customInitContainers")
+	}
+}
+
+// TestVariablesAreOnesTheBinariesRead finds every HOMESNAP_* name the
+// examples and the README use and checks the binaries' --help lists it.
+func TestVariablesAreOnesTheBinariesRead(t *testing.T) {
+	known := map[string]bool{}
+	name := regexp.MustCompile(`HOMESNAP_[A-Z0-9_]*[A-Z0-9]`)
+	for _, b := range []string{"restore", "snapshot", "prune"} {
+		out, _ := exec.Command(filepath.Join(bin, b), "--help").CombinedOutput()
+		for _, n := range name.FindAllString(string(out), -1) {
+			known[n] = true
+		}
+	}
+	if !known["HOMESNAP_STORE"] {
+		t.Fatal("--help lists no HOMESNAP_STORE: cannot tell which variables exist")
+	}
+	files, _ := filepath.Glob("*/*")
+	files = append(files, "../README.md")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range name.FindAllString(string(data), -1) {
+			if !known[n] && !developerOnly(n) {
+				t.Errorf("%s uses %s, which neither restore nor snapshot reads", f, n)
+			}
+		}
+	}
+}
+
+// developerOnly names variables of the test and bench scripts and of
+// profiling runs, which --help rightly leaves out.
+func developerOnly(name string) bool {
+	return strings.HasPrefix(name, "HOMESNAP_TEST_") || strings.HasPrefix(name, "HOMESNAP_BENCH_") || name == "HOMESNAP_CPUPROFILE"
+}
+
+func TestComposeExample(t *testing.T) {
+	data, err := os.ReadFile("compose/docker-compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Image       string            `json:"image"`
+			User        string            `json:"user"`
+			ReadOnly    bool              `json:"read_only"`
+			Environment map[string]string `json:"environment"`
+			Volumes     []string          `json:"volumes"`
+		} `json:"services"`
+	}
+	if err := yaml.Unmarshal(data, &compose); err != nil {
+		t.Fatalf("compose: %v", err)
+	}
+	version, user := dockerfile(t)
+	homes := map[string]bool{}
+	for name, s := range compose.Services {
+		for _, v := range s.Volumes {
+			if strings.HasSuffix(v, ":/var/jenkins_home") {
+				homes[v] = true
+			}
+		}
+		if !strings.HasPrefix(s.Image, "ghcr.io/homesnap/") {
+			continue
+		}
+		if s.Image != "ghcr.io/homesnap/homesnap:"+version || s.User != user || !s.ReadOnly {
+			t.Errorf("compose %s: image %s user %q read_only %v; want the Dockerfile's %s as %s on a read-only root", name, s.Image, s.User, s.ReadOnly, version, user)
+		}
+		if s.Environment["HOMESNAP_STORE"] == "" || s.Environment["HOMESNAP_HOME"] != "/var/jenkins_home" {
+			t.Errorf("compose %s: store %q home %q", name, s.Environment["HOMESNAP_STORE"], s.Environment["HOMESNAP_HOME"])
+		}
+	}
+	for _, want := range []string{"restore", "snapshot", "jenkins"} {
+		if _, ok := compose.Services[want]; !ok {
+			t.Errorf("compose: no %s service", want)
+		}
+	}
+	if len(homes) != 1 {
+		t.Errorf("compose: want one home volume shared by restore, snapshot and Jenkins, got %v", homes)
+	}
+}
+
+// TestPermissions checks the least-privilege files parse and grant what
+// the stores use: read, write, list and delete (prune) of objects, nothing
+// on the bucket or account itself.
+func TestPermissions(t *testing.T) {
+	var iam struct {
+		Statement []struct {
+			Action   []string
+			Resource string
+		}
+	}
+	readJSON(t, "permissions/aws-iam-policy.json", &iam)
+	var actions []string
+	for _, s := range iam.Statement {
+		actions = append(actions, s.Action...)
+		if s.Resource == "*" {
+			t.Error("IAM policy grants on every resource")
+		}
+	}
+	wantAll(t, "IAM policy", actions, "s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload")
+
+	var azure struct {
+		Actions, DataActions []string
+	}
+	readJSON(t, "permissions/azure-role.json", &azure)
+	if len(azure.Actions) != 0 {
+		t.Errorf("Azure role has management actions %v; it needs data actions only", azure.Actions)
+	}
+	blob := "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/"
+	wantAll(t, "Azure role", azure.DataActions, blob+"read", blob+"write", blob+"delete")
+
+	data, err := os.ReadFile("permissions/gcs-role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gcs struct {
+		Title               string   `json:"title"`
+		Description         string   `json:"description"`
+		Stage               string   `json:"stage"`
+		IncludedPermissions []string `json:"includedPermissions"`
+	}
+	if err := yaml.UnmarshalStrict(data, &gcs); err != nil {
+		t.Fatalf("gcs-role.yaml: %v", err)
+	}
+	wantAll(t, "GCS role", gcs.IncludedPermissions, "storage.objects.create", "storage.objects.get", "storage.objects.list", "storage.objects.delete")
+}
+
+func readJSON(t *testing.T, file string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+func wantAll(t *testing.T, what string, have []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			t.Errorf("%s lacks %s", what, w)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/metrics"
+	"github.com/homesnap/homesnap/internal/runner"
+)
+
+// vital names the top-level paths of a Jenkins home whose disappearance
+// refuses a snapshot: without them agents cannot reconnect.
+var vital = []string{"secrets", "nodes"}
+
+// Sidecar is what the long-running snapshot adds to --once.
+type Sidecar struct {
+	Listen    string        `envconfig:"HOMESNAP_LISTEN" default:":9090" flag:"listen" desc:"address of /healthz, /readyz, /metrics and POST /snapshot (off: none)"`
+	WaitURL   string        `envconfig:"HOMESNAP_FINAL_WAIT_URL" flag:"final-wait-url" desc:"classic sidecars: before the final snapshot, wait until Jenkins stops answering at this URL (e.g. http://127.0.0.1:8080/login)"`
+	WaitQuiet time.Duration `envconfig:"HOMESNAP_FINAL_WAIT_QUIET" flag:"final-wait-quiet" desc:"classic sidecars: before the final snapshot, wait until the selected files have not changed for this long"`
+}
+
+// sidecar runs snapshots every interval, on SIGUSR1 and on POST /snapshot,
+// and a final one when ctx ends (SIGTERM), until the final one is taken.
+func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptions, once func(context.Context, engine.SnapshotOptions) (*engine.SnapshotResult, error), log zerolog.Logger) error {
+	m := metrics.New()
+	opts.Store = m.Store(opts.Store)
+	r := runner.New(runner.Options{
+		Take:     func(ctx context.Context) (*engine.SnapshotResult, error) { return once(ctx, opts) },
+		Interval: cfg.Interval,
+		Log:      log,
+		Observe:  func(a runner.Attempt) { m.Observe(a.Start, a.End, a.Result, a.Err) },
+		Final: runner.Final{
+			Timeout: cfg.Grace, WaitURL: cfg.WaitURL, Quiet: cfg.WaitQuiet,
+			LastWrite: runner.LastWrite(opts.Home, opts.Selector),
+		},
+	})
+	if cfg.Listen != "" && cfg.Listen != "off" {
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return usageError{fmt.Errorf("listen on %s (--listen, HOMESNAP_LISTEN): %w", cfg.Listen, err)}
+		}
+		srv := &http.Server{Handler: runner.Handler(r, m.Handler()), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		log.Info().Str("listen", ln.Addr().String()).Msg("serving /healthz, /readyz, /metrics and POST /snapshot")
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer func() { signal.Stop(usr1); close(usr1) }()
+	go func() {
+		for range usr1 {
+			r.Trigger()
+		}
+	}()
+	return r.Run(ctx)
+}

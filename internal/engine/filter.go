@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// What a restore may change comes from its own configuration, never from
+// the store. A manifest entry is applied only when the restore's selection
+// selects it; the snapshot's recorded selection can only narrow that, never
+// widen it:
+//
+//   - an entry the snapshot's own header does not select contradicts its
+//     manifest: the snapshot is refused as corrupt;
+//   - an entry the snapshot selects but the restore does not is skipped
+//     (intersection), and a directory leading to locally selected paths is
+//     treated as implied (created when missing, otherwise left alone);
+//   - a home path is removed only when the restore's selection, the
+//     snapshot's selection and a partial restore's include/exclude all
+//     select it.
+
+// maxUID is the largest valid uid/gid: uid_t is 32 bits and (uid_t)-1
+// means "unchanged" to chown.
+const maxUID = 1<<32 - 2
+
+// maxPath is the longest path a restore accepts, relative to the home:
+// Linux refuses longer ones in any single system call (PATH_MAX).
+const maxPath = 4095
+
+// entryFilter decides which manifest entries a restore applies and which
+// home paths it may remove.
+type entryFilter struct {
+	snapshot *selector.Selector // the manifest header's selection
+	local    *selector.Selector // the restore's selection, narrowed by include/exclude
+	remove   *selector.Selector // both: what a restore may remove
+	dropped  int64              // setuid/setgid bits dropped
+	example  string             // the first path that had them
+}
+
+// newEntryFilter builds the filter of a restore with local selection sel
+// (nil: the jenkins preset), narrowed by a partial restore's include and
+// exclude patterns, for a snapshot whose header records spec.
+func newEntryFilter(sel *selector.Selector, include, exclude []string, spec selector.Spec) (*entryFilter, error) {
+	snap, err := selector.New(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w manifest header: %v", archive.ErrCorrupt, err)
+	}
+	local, err := localSelector(sel, include, exclude)
+	if err != nil {
+		return nil, err
+	}
+	return &entryFilter{snapshot: snap, local: local, remove: selector.Intersect(local, snap)}, nil
+}
+
+// localSelector is the restore's selection narrowed by include/exclude.
+func localSelector(sel *selector.Selector, include, exclude []string) (*selector.Selector, error) {
+	if sel == nil {
+		var err error
+		if sel, err = selector.New(selector.Spec{Preset: "jenkins"}); err != nil {
+			return nil, err
+		}
+	}
+	if len(include) == 0 && len(exclude) == 0 {
+		return sel, nil
+	}
+	spec := selector.Spec{Preset: "none", Include: include, Exclude: exclude}
+	if len(include) == 0 {
+		spec.Preset = "all"
+	}
+	part, err := selector.New(spec)
+	if err != nil {
+		return nil, fmt.Errorf("partial restore: %w", err)
+	}
+	return selector.Intersect(sel, part), nil
+}
+
+// check validates an entry that the manifest reader accepted and reports
+// whether the restore applies it. It may mark e implied and drop special
+// mode bits (see specialBits).
+func (f *entryFilter) check(e *archive.Entry) (bool, error) {
+	if len(e.Path) > maxPath {
+		return false, fmt.Errorf("path %.64q… is %d bytes long, more than Linux allows (%d)", e.Path, len(e.Path), maxPath)
+	}
+	if first, _, _ := strings.Cut(e.Path, "/"); strings.HasPrefix(first, scan.ReservedPrefix) {
+		return false, fmt.Errorf("%q is in homesnap's reserved namespace (%s*), which no snapshot holds", e.Path, scan.ReservedPrefix)
+	}
+	if e.UID < 0 || e.UID > maxUID || e.GID < 0 || e.GID > maxUID {
+		return false, fmt.Errorf("%q has owner %d:%d, outside the valid range 0-%d", e.Path, e.UID, e.GID, maxUID)
+	}
+	isDir := e.Type == archive.TypeDir
+	if !f.snapshot.Selected(e.Path) && !(isDir && f.snapshot.Enter(e.Path)) {
+		return false, fmt.Errorf("%q is outside the snapshot's own selection", e.Path)
+	}
+	if !f.local.Selected(e.Path) {
+		if !isDir || !f.local.Enter(e.Path) {
+			return false, nil
+		}
+		e.Implied = true
+	}
+	f.specialBits(e)
+	return true, nil
+}
+
+// specialBits applies the setuid policy: a Jenkins home never needs
+// setuid or setgid programs, and restoring them as root would hand out
+// privileges a store writer chose. Setuid and setgid are dropped from
+// files, setuid from directories; setgid and sticky directories are kept
+// (an fsGroup volume relies on setgid directories, and neither grants
+// privileges).
+func (f *entryFilter) specialBits(e *archive.Entry) {
+	drop := fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+	if e.Type == archive.TypeDir {
+		drop = fs.ModeSetuid
+	}
+	if e.Mode&drop != 0 {
+		e.Mode &^= drop
+		if f.dropped++; f.dropped == 1 {
+			f.example = e.Path
+		}
+	}
+}

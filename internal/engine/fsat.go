@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/homesnap/homesnap/internal/scan"
+)
+
+// A restore works relative to directory descriptors (the home, the staging
+// tree, the displaced directory): no system call ever sees the home's
+// absolute path joined with a snapshot path, so every path a snapshot
+// accepted (up to PATH_MAX relative to the home) can be staged and moved,
+// however deep the home itself is mounted.
+
+func openDirAt(dir int, rel string) (int, error) {
+	fd, err := unix.Openat(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", rel, err)
+	}
+	return fd, nil
+}
+
+// openBeneath opens a directory of the home with no symlink on the way.
+func openBeneath(dir int, rel string) (int, error) {
+	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
+	})
+	if errors.Is(err, unix.ENOSYS) { // before Linux 5.6: the last component at least
+		fd, err = unix.Openat(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	return fd, err
+}
+
+func readlinkAt(dir int, rel string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, rel, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// holdsUnselected reports whether the home directory rel holds a path the
+// restore may not remove.
+func (r *restorer) holdsUnselected(rel string, f *entryFilter) (bool, error) {
+	fd, err := openBeneath(r.home, rel)
+	if err != nil {
+		return false, fmt.Errorf("inspect %s: %w", r.abs(rel), err)
+	}
+	dir := os.NewFile(uintptr(fd), r.abs(rel))
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", dir.Name(), err)
+	}
+	for _, name := range names {
+		child := rel + "/" + name
+		if !f.remove.Selected(child) {
+			return true, nil
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return false, fmt.Errorf("inspect %s: %w", r.abs(child), err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if held, err := r.holdsUnselected(child, f); err != nil || held {
+				return held, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// checkRemovable refuses to replace a home directory that holds paths the
+// restore may not remove (a workspace below a job the snapshot has as a
+// file).
+func (r *restorer) checkRemovable(rel string) error {
+	held, err := r.holdsUnselected(rel, r.filter)
+	if err != nil {
+		return err
+	}
+	if held {
+		return fmt.Errorf("the snapshot has %s as a file, but in the home it is a directory holding paths outside the selection; nothing was changed (move them away first)", r.abs(rel))
+	}
+	return nil
+}
+
+// removeAll removes a tree the restore made, making read-only directories
+// writable first (restored modes such as 0555 would block it).
+func removeAll(p string) error {
+	if err := os.RemoveAll(p); err == nil {
+		return nil
+	}
+	filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(q, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(p)
+}
+
+// syncFS flushes the filesystem holding dir: one syncfs instead of an
+// fsync per file.
+func syncFS(dir int) error { return unix.Syncfs(dir) }
+
+// overlayFS is what BeforeCommit sees: the home as it will be after the
+// commit. A path comes from the staging tree when the restore writes it,
+// is absent when the restore removes it, and otherwise is the home's own
+// (unchanged files, and unselected paths, which the restore never
+// touches). ReadDir merges a directory's staged and home entries; a
+// directory opened with Open lists only one side. Symlinks are followed as
+// os.DirFS follows them.
+type overlayFS struct {
+	home, tree string
+	removed    map[string]bool
+}
+
+func (r *restorer) overlay() fs.FS {
+	return &overlayFS{home: r.o.Home, tree: r.abs(r.stageDir + "/tree"), removed: r.removeSet}
+}
+
+func (o *overlayFS) gone(name string) bool {
+	for p := name; p != "." && p != ""; p = path.Dir(p) {
+		if o.removed[p] {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *overlayFS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	if o.gone(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	staged := filepath.Join(o.tree, filepath.FromSlash(name))
+	home := filepath.Join(o.home, filepath.FromSlash(name))
+	sfi, serr := os.Lstat(staged)
+	if serr == nil && name != "." {
+		if hfi, herr := os.Lstat(home); !sfi.IsDir() || herr != nil || !hfi.IsDir() {
+			return os.Open(staged)
+		}
+	}
+	return os.Open(home)
+}
+
+func (o *overlayFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if !fs.ValidPath(name) || o.gone(name) {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
+	}
+	byName := map[string]fs.DirEntry{}
+	found := false
+	for _, root := range []string{o.home, o.tree} { // staged entries win
+		list, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(name)))
+		if err != nil {
+			continue
+		}
+		found = true
+		for _, d := range list {
+			child := path.Join(name, d.Name())
+			if name == "." && strings.HasPrefix(d.Name(), scan.ReservedPrefix) || o.removed[child] {
+				continue
+			}
+			byName[d.Name()] = d
+		}
+	}
+	if !found {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
+	}
+	out := make([]fs.DirEntry, 0, len(byName))
+	for _, d := range byName {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}

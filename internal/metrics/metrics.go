@@ -1,0 +1,187 @@
+// Package metrics exposes the sidecar's Prometheus metrics, all named
+// homesnap_*: how snapshots went, and what crossed the wire to the store
+// (counted by wrapping the Store interface, so every backend is measured
+// the same way without knowing about it).
+package metrics
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// Metrics holds the collectors of one process.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	lastSuccess, lastAttempt  prometheus.Gauge
+	duration                  prometheus.Histogram
+	snapshots, failures       *prometheus.CounterVec
+	entries, changed, deleted prometheus.Gauge
+	archives                  prometheus.Gauge
+	bytesRead, bytesStored    prometheus.Counter
+	storeOps, storeBytes      *prometheus.CounterVec
+	storeErrors               *prometheus.CounterVec
+}
+
+// New registers the collectors (and the Go runtime's) on a fresh registry.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "homesnap_" + name, Help: help})
+		f(g)
+		return g
+	}
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: "homesnap_" + name, Help: help})
+		f(c)
+		return c
+	}
+	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "homesnap_" + name, Help: help}, labels)
+		f(c)
+		return c
+	}
+	m := &Metrics{
+		Registry:    r,
+		lastSuccess: gauge("last_success_timestamp_seconds", "When the last snapshot attempt succeeded (committed, or found nothing changed)."),
+		lastAttempt: gauge("last_attempt_timestamp_seconds", "When the last snapshot attempt ended."),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "homesnap_snapshot_duration_seconds", Help: "Duration of snapshot attempts.",
+			Buckets: prometheus.ExponentialBuckets(0.1, 2, 14),
+		}),
+		snapshots:   vec("snapshots_total", "Snapshot attempts by result: committed, unchanged, failed.", "result"),
+		failures:    vec("failures_total", "Failed snapshot attempts by kind.", "kind"),
+		entries:     gauge("files_scanned", "Paths the last snapshot selected."),
+		changed:     gauge("files_changed", "Paths the last snapshot found new or changed."),
+		deleted:     gauge("files_deleted", "Paths of the parent the last snapshot found gone."),
+		archives:    gauge("head_archives", "Archives the newest snapshot references (what a restore reads)."),
+		bytesRead:   counter("home_read_bytes_total", "Bytes of changed files read from the home."),
+		bytesStored: counter("stored_bytes_total", "Compressed archive bytes written to the store."),
+		storeOps:    vec("store_operations_total", "Store operations by kind.", "op"),
+		storeErrors: vec("store_errors_total", "Failed store operations by kind.", "op"),
+		storeBytes:  vec("store_bytes_total", "Bytes transferred to and from the store.", "direction"),
+	}
+	f(m.duration)
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Observe records one snapshot attempt.
+func (m *Metrics) Observe(start, end time.Time, res *engine.SnapshotResult, err error) {
+	m.lastAttempt.Set(float64(end.Unix()))
+	m.duration.Observe(end.Sub(start).Seconds())
+	switch {
+	case err != nil:
+		m.snapshots.WithLabelValues("failed").Inc()
+		m.failures.WithLabelValues(Kind(err)).Inc()
+		return
+	case res.Unchanged:
+		m.snapshots.WithLabelValues("unchanged").Inc()
+	default:
+		m.snapshots.WithLabelValues("committed").Inc()
+		m.entries.Set(float64(res.Totals.Entries))
+		m.changed.Set(float64(res.Totals.New))
+		m.deleted.Set(float64(res.Deleted))
+		m.archives.Set(float64(len(res.Totals.Archives)))
+		m.bytesRead.Add(float64(res.Totals.NewBytes))
+		m.bytesStored.Add(float64(res.Stored))
+	}
+	m.lastSuccess.Set(float64(end.Unix()))
+}
+
+// Kind names the class of a failure for alerts.
+func Kind(err error) string {
+	switch {
+	case errors.Is(err, engine.ErrShrunk):
+		return "shrink_refused"
+	case errors.Is(err, store.ErrPrecondition):
+		return "conflict"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, archive.ErrCorrupt):
+		return "corrupt"
+	case errors.Is(err, store.ErrNotExist):
+		return "missing_object"
+	}
+	return "other"
+}
+
+// Store wraps s so that every operation, error and byte is counted.
+func (m *Metrics) Store(s store.Store) store.Store { return &metered{Store: s, m: m} }
+
+type metered struct {
+	store.Store
+	m *Metrics
+}
+
+func (s *metered) op(name string, err error) error {
+	s.m.storeOps.WithLabelValues(name).Inc()
+	if err != nil && !errors.Is(err, store.ErrNotExist) {
+		s.m.storeErrors.WithLabelValues(name).Inc()
+	}
+	return err
+}
+
+func (s *metered) Put(ctx context.Context, key string, r io.Reader) error {
+	return s.op("put", s.Store.Put(ctx, key, &counting{r: r, c: s.m.storeBytes.WithLabelValues("out")}))
+}
+
+func (s *metered) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	rc, err := s.Store.Get(ctx, key, offset, length)
+	if s.op("get", err) != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{&counting{r: rc, c: s.m.storeBytes.WithLabelValues("in")}, rc}, nil
+}
+
+func (s *metered) List(ctx context.Context, prefix string, fn func(store.Object) error) error {
+	return s.op("list", s.Store.List(ctx, prefix, fn))
+}
+
+func (s *metered) Delete(ctx context.Context, keys ...string) error {
+	return s.op("delete", s.Store.Delete(ctx, keys...))
+}
+
+func (s *metered) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
+	data, v, err := s.Store.Load(ctx, key)
+	s.m.storeBytes.WithLabelValues("in").Add(float64(len(data)))
+	return data, v, s.op("load", err)
+}
+
+func (s *metered) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
+	v, err := s.Store.Swap(ctx, key, data, old)
+	s.m.storeBytes.WithLabelValues("out").Add(float64(len(data)))
+	return v, s.op("swap", err)
+}
+
+type counting struct {
+	r io.Reader
+	c prometheus.Counter
+}
+
+func (c *counting) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.c.Add(float64(n))
+	return n, err
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,203 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// Record summarises one snapshot. It is a small object written beside the
+// manifest before the head moves, so that listing a store costs one LIST
+// and one small GET per snapshot (in parallel) instead of decompressing
+// every manifest to its trailer; the head stays a tiny pointer that the
+// compare-and-swap rewrites.
+type Record struct {
+	ID         string    `json:"id"`
+	Parent     string    `json:"parent,omitempty"`
+	Time       time.Time `json:"time"`
+	Host       string    `json:"host,omitempty"`
+	Entries    int64     `json:"entries"`
+	Files      int64     `json:"files"`
+	Bytes      int64     `json:"bytes"`
+	NewEntries int64     `json:"new_entries"`
+	NewBytes   int64     `json:"new_bytes"`
+	Stored     int64     `json:"stored_bytes"` // compressed bytes of this snapshot's own archive
+	Archives   []string  `json:"archives"`     // archives the snapshot's entries point into
+	// Partial marks a record rebuilt from a manifest header (a snapshot
+	// taken before records existed): only ID, Parent, Time and Host are known.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// WriteRecord stores a snapshot's record; it must precede the head move.
+func WriteRecord(ctx context.Context, s store.Store, r *Record) error {
+	if err := CheckID(r.ID); err != nil {
+		return err
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Put(ctx, RecordKey(r.ID), strings.NewReader(string(data))); err != nil {
+		return fmt.Errorf("write record %s: %w", Name(s, RecordKey(r.ID)), err)
+	}
+	return nil
+}
+
+// LoadRecord reads a snapshot's record, or rebuilds a partial one from its
+// manifest's header when the snapshot predates records.
+func LoadRecord(ctx context.Context, s store.Store, id string) (*Record, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	data, _, err := s.Load(ctx, RecordKey(id))
+	if errors.Is(err, store.ErrNotExist) {
+		return recordFromManifest(ctx, s, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil || r.ID != id || (r.Parent != "" && CheckID(r.Parent) != nil) {
+		return nil, fmt.Errorf("%s is corrupt (%s): delete it and its snapshot is listed from its manifest", Name(s, RecordKey(id)), excerpt(data))
+	}
+	return &r, nil
+}
+
+// headerWindow is how much of a manifest is read for its header line.
+const headerWindow = 256 << 10
+
+func recordFromManifest(ctx context.Context, s store.Store, id string) (*Record, error) {
+	key := ManifestKey(id)
+	rc, err := s.Get(ctx, key, 0, headerWindow)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	m, err := archive.NewManifestReader(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name(s, key), err)
+	}
+	defer m.Close()
+	h := m.Header
+	if h.ID != id || (h.Parent != "" && CheckID(h.Parent) != nil) {
+		return nil, fmt.Errorf("%s: %w manifest header (id %q, parent %q)", Name(s, key), archive.ErrCorrupt, h.ID, h.Parent)
+	}
+	return &Record{ID: id, Parent: h.Parent, Time: h.Created, Host: h.Host, Partial: true}, nil
+}
+
+// History is what a store holds: the snapshots the head reaches through
+// its parents (the committed history), newest first, and the snapshots it
+// does not reach (discarded by a lost race or a failed commit, left for
+// prune), oldest first.
+type History struct {
+	Head         string
+	Snapshots    []*Record
+	Unreferenced []string
+}
+
+// loadParallelism bounds the record GETs in flight while listing.
+const loadParallelism = 16
+
+// LoadHistory lists the store's snapshots and walks the parents from the
+// head. A store without snapshots gives an empty History.
+func LoadHistory(ctx context.Context, s store.Store) (*History, error) {
+	head, _, err := LoadHead(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	err = s.List(ctx, "snapshots/", func(o store.Object) error {
+		if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json.zst"); ok && CheckID(id) == nil {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := &History{}
+	if head == nil {
+		h.Unreferenced = ids
+		return h, nil
+	}
+	h.Head = head.Snapshot
+	records := map[string]*Record{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(loadParallelism)
+	for _, id := range ids {
+		g.Go(func() error {
+			r, err := LoadRecord(gctx, s, id)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			records[id] = r
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	reached := map[string]bool{}
+	for id := h.Head; id != "" && !reached[id]; {
+		r := records[id]
+		if r == nil { // not listed (yet): ask for it
+			if r, err = LoadRecord(ctx, s, id); errors.Is(err, store.ErrNotExist) && id != h.Head {
+				break // an ancestor pruned away: history ends here
+			}
+			if err != nil {
+				return nil, fmt.Errorf("snapshot %s, which the history from %s reaches: %w", id, Name(s, HeadKey), err)
+			}
+		}
+		reached[id] = true
+		h.Snapshots = append(h.Snapshots, r)
+		id = r.Parent
+	}
+	for _, id := range ids {
+		if !reached[id] {
+			h.Unreferenced = append(h.Unreferenced, id)
+		}
+	}
+	return h, nil
+}
+
+// Find returns the record of a snapshot in the history, or nil.
+func (h *History) Find(id string) *Record {
+	for _, r := range h.Snapshots {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// At returns the newest snapshot of the history taken at or before t, or
+// nil when every snapshot is newer.
+func (h *History) At(t time.Time) *Record {
+	var best *Record
+	for _, r := range h.Snapshots {
+		if !r.Time.After(t) && (best == nil || r.Time.After(best.Time)) {
+			best = r
+		}
+	}
+	return best
+}
+
+// Oldest returns the history oldest first.
+func (h *History) Oldest() []*Record {
+	out := slices.Clone(h.Snapshots)
+	slices.Reverse(out)
+	return out
+}

@@ -1,0 +1,167 @@
+// Package runner is the snapshot sidecar's life: a snapshot every interval
+// (with jitter, so a fleet of controllers does not hit the store at once)
+// or on demand, and a final one when the pod stops, taken only after
+// Jenkins has written its shutdown state. Time comes from a Clock so the
+// schedule is tested without sleeping.
+package runner
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/engine"
+)
+
+// Clock is the runner's source of time.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Options configure a Runner. Take and Interval are required.
+type Options struct {
+	// Take takes one snapshot (engine.Snapshot with the sidecar's options).
+	Take     func(ctx context.Context) (*engine.SnapshotResult, error)
+	Interval time.Duration
+	// Jitter spreads each wait uniformly over Interval ± Jitter×Interval;
+	// 0 means 0.1, a negative value none.
+	Jitter float64
+	Final  Final
+	Clock  Clock          // nil: the system clock
+	Rand   func() float64 // nil: math/rand/v2; in [0, 1)
+	Log    zerolog.Logger
+	// Observe, when set, is told about every attempt (metrics).
+	Observe func(Attempt)
+}
+
+// Attempt is one finished snapshot attempt.
+type Attempt struct {
+	Start, End time.Time
+	Result     *engine.SnapshotResult // nil on error
+	Err        error
+	Final      bool
+}
+
+// Runner runs snapshots on a schedule. Its methods are safe for concurrent
+// use: the HTTP handlers read its status and trigger snapshots.
+type Runner struct {
+	o       Options
+	trigger chan struct{}
+
+	mu          sync.Mutex
+	lastSuccess time.Time // zero until a snapshot (or an unchanged check) succeeds
+	last        Attempt
+	started     time.Time
+}
+
+// New returns a Runner; call Run to start it.
+func New(o Options) *Runner {
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Jitter == 0 {
+		o.Jitter = 0.1
+	}
+	return &Runner{o: o, trigger: make(chan struct{}, 1), started: o.Clock.Now()}
+}
+
+// Trigger asks for a snapshot now (POST /snapshot, SIGUSR1). Requests that
+// arrive while one is pending collapse into it.
+func (r *Runner) Trigger() {
+	select {
+	case r.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run takes a snapshot at once, then one per interval or trigger, until ctx
+// ends; then it waits for Jenkins to stop (Final) and takes the final
+// snapshot, whose error it returns.
+func (r *Runner) Run(ctx context.Context) error {
+	r.o.Log.Info().Dur("interval", r.o.Interval).Msg("snapshot sidecar started")
+	for {
+		r.attempt(ctx, false)
+		select {
+		case <-r.o.Clock.After(r.wait()):
+		case <-r.trigger:
+			r.o.Log.Info().Msg("snapshot requested")
+		case <-ctx.Done():
+			return r.final(ctx)
+		}
+	}
+}
+
+// wait is the next interval with jitter.
+func (r *Runner) wait() time.Duration {
+	j := max(r.o.Jitter, 0)
+	return time.Duration(float64(r.o.Interval) * (1 + j*(2*r.o.Rand()-1)))
+}
+
+func (r *Runner) final(ctx context.Context) error {
+	f := r.o.Final
+	deadline := f.Timeout
+	if deadline <= 0 {
+		deadline = 25 * time.Second
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	r.o.Log.Info().Dur("deadline", deadline).Msg("stopping: waiting for Jenkins to finish, then taking the final snapshot")
+	f.waitForJenkins(fctx, r.o.Clock, r.o.Log)
+	a := r.attempt(fctx, true)
+	return a.Err
+}
+
+// attempt takes one snapshot and records how it went.
+func (r *Runner) attempt(ctx context.Context, final bool) Attempt {
+	a := Attempt{Start: r.o.Clock.Now(), Final: final}
+	a.Result, a.Err = r.o.Take(ctx)
+	a.End = r.o.Clock.Now()
+	r.mu.Lock()
+	r.last = a
+	if a.Err == nil {
+		r.lastSuccess = a.End
+	}
+	r.mu.Unlock()
+	if r.o.Observe != nil {
+		r.o.Observe(a)
+	}
+	return a
+}
+
+// Status is what the probes report.
+type Status struct {
+	Ready       bool
+	Reason      string // why not ready
+	LastSuccess time.Time
+	LastError   error
+}
+
+// Status reports readiness: the last attempt succeeded and a snapshot
+// succeeded within the last three intervals (allowing a slow store).
+func (r *Runner) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Status{LastSuccess: r.lastSuccess, LastError: r.last.Err, Ready: true}
+	now := r.o.Clock.Now()
+	switch {
+	case r.last.Err != nil:
+		s.Ready, s.Reason = false, "the last snapshot failed: "+r.last.Err.Error()
+	case r.lastSuccess.IsZero():
+		s.Ready, s.Reason = false, "no snapshot has completed yet"
+	case now.Sub(r.lastSuccess) > 3*r.o.Interval:
+		s.Ready, s.Reason = false, "no snapshot succeeded since "+r.lastSuccess.UTC().Format(time.RFC3339)
+	}
+	return s
+}

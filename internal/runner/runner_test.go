@@ -1,0 +1,291 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/metrics"
+)
+
+// fakeClock moves only when the test advances it.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []waiter
+	waiting chan time.Duration // each After call, for the test to see
+}
+
+type waiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), waiting: make(chan time.Duration, 16)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	ch := make(chan time.Time, 1)
+	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
+	c.mu.Unlock()
+	c.waiting <- d
+	return ch
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(c.now) {
+			w.ch <- c.now
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiters = kept
+}
+
+// takes records the snapshots a runner takes.
+type takes struct {
+	calls chan bool // ctx still alive at the call
+	err   atomic.Pointer[error]
+}
+
+func (tk *takes) take(ctx context.Context) (*engine.SnapshotResult, error) {
+	tk.calls <- ctx.Err() == nil
+	if p := tk.err.Load(); p != nil {
+		return nil, *p
+	}
+	return &engine.SnapshotResult{ID: "x"}, nil
+}
+
+func expect(t *testing.T, what string, ch <-chan bool) bool {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+	}
+	return false
+}
+
+func TestScheduleTriggerAndFinalSnapshot(t *testing.T) {
+	clock, tk := newFakeClock(), &takes{calls: make(chan bool, 4)}
+	var finals atomic.Int32
+	r := New(Options{
+		Take: tk.take, Interval: 5 * time.Minute, Clock: clock, Log: zerolog.Nop(),
+		Rand:    func() float64 { return 0 }, // the shortest jitter: 0.9 × interval
+		Observe: func(a Attempt) { finals.Add(map[bool]int32{true: 1}[a.Final]) },
+		Final:   Final{Timeout: time.Minute},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+
+	expect(t, "snapshot at start", tk.calls)
+	if d := <-clock.waiting; d != 270*time.Second {
+		t.Errorf("waits %v, want 4m30s (5m − 10 %% jitter)", d)
+	}
+	clock.Advance(269 * time.Second)
+	select {
+	case <-tk.calls:
+		t.Fatal("snapshot before the interval ended")
+	case <-time.After(50 * time.Millisecond):
+	}
+	clock.Advance(time.Second)
+	expect(t, "scheduled snapshot", tk.calls)
+	<-clock.waiting
+	r.Trigger()
+	expect(t, "triggered snapshot", tk.calls)
+	<-clock.waiting
+	cancel()
+	if alive := expect(t, "final snapshot", tk.calls); !alive {
+		t.Error("the final snapshot ran with a cancelled context")
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	if finals.Load() != 1 {
+		t.Errorf("%d final attempts, want 1", finals.Load())
+	}
+}
+
+func TestJitterStaysWithinTenPercent(t *testing.T) {
+	for _, x := range []float64{0, 0.25, 0.5, 0.999} {
+		r := New(Options{Interval: time.Minute, Rand: func() float64 { return x }})
+		if d := r.wait(); d < 54*time.Second || d > 66*time.Second {
+			t.Errorf("rand %v: wait %v outside 1m ± 10 %%", x, d)
+		}
+	}
+	if d := New(Options{Interval: time.Minute, Jitter: -1, Rand: func() float64 { return 0 }}).wait(); d != time.Minute {
+		t.Errorf("no jitter: wait %v", d)
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	clock, tk := newFakeClock(), &takes{calls: make(chan bool, 4)}
+	r := New(Options{Take: tk.take, Interval: time.Minute, Clock: clock, Log: zerolog.Nop()})
+	if s := r.Status(); s.Ready || !strings.Contains(s.Reason, "no snapshot") {
+		t.Errorf("before any snapshot: %+v", s)
+	}
+	fail := errors.New("store unreachable")
+	tk.err.Store(&fail)
+	r.attempt(context.Background(), false)
+	<-tk.calls
+	if s := r.Status(); s.Ready || !strings.Contains(s.Reason, "store unreachable") {
+		t.Errorf("after a failure: %+v", s)
+	}
+	tk.err.Store(nil)
+	r.attempt(context.Background(), false)
+	<-tk.calls
+	if s := r.Status(); !s.Ready {
+		t.Errorf("after a success: %+v", s)
+	}
+	clock.Advance(3*time.Minute + time.Second)
+	if s := r.Status(); s.Ready || !strings.Contains(s.Reason, "no snapshot succeeded since") {
+		t.Errorf("three intervals later: %+v", s)
+	}
+}
+
+// A classic sidecar's final snapshot waits until Jenkins stops answering.
+func TestFinalSnapshotWaitsForJenkinsToStop(t *testing.T) {
+	jenkins := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable) // still an answer
+	}))
+	var stopped atomic.Bool
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		stopped.Store(true)
+		jenkins.Close()
+	}()
+	var sawStopped bool
+	r := New(Options{
+		Interval: time.Hour, Log: zerolog.Nop(),
+		Take: func(context.Context) (*engine.SnapshotResult, error) {
+			sawStopped = stopped.Load()
+			return &engine.SnapshotResult{}, nil
+		},
+		Final: Final{Timeout: time.Minute, WaitURL: jenkins.URL, Poll: 10 * time.Millisecond},
+	})
+	if err := r.final(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !sawStopped {
+		t.Error("the final snapshot was taken while Jenkins still answered")
+	}
+}
+
+// stepClock advances by whatever is waited for, at once.
+type stepClock struct{ fakeClock }
+
+func (c *stepClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+func TestFinalSnapshotWaitsForAQuietHome(t *testing.T) {
+	clock := &stepClock{*newFakeClock()}
+	start := clock.Now()
+	// Jenkins writes for 7 more seconds after the stop signal.
+	lastWrite := func(context.Context) (time.Time, error) {
+		if end := start.Add(7 * time.Second); clock.Now().After(end) {
+			return end, nil
+		}
+		return clock.Now(), nil
+	}
+	var at time.Time
+	r := New(Options{
+		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
+		Take: func(context.Context) (*engine.SnapshotResult, error) {
+			at = clock.Now()
+			return &engine.SnapshotResult{}, nil
+		},
+		Final: Final{Timeout: time.Minute, Quiet: 3 * time.Second, LastWrite: lastWrite},
+	})
+	if err := r.final(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := at.Sub(start); got < 10*time.Second {
+		t.Errorf("final snapshot %v after the stop, want ≥ 10s (7s of writes + 3s quiet)", got)
+	}
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	clock, tk := newFakeClock(), &takes{calls: make(chan bool, 4)}
+	m := metrics.New()
+	r := New(Options{Take: tk.take, Interval: time.Minute, Clock: clock, Log: zerolog.Nop(),
+		Observe: func(a Attempt) { m.Observe(a.Start, a.End, a.Result, a.Err) }})
+	srv := httptest.NewServer(Handler(r, m.Handler()))
+	defer srv.Close()
+	get := func(method, path string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("GET", "/healthz"); code != 200 {
+		t.Errorf("/healthz %d", code)
+	}
+	if code, body := get("GET", "/readyz"); code != 503 || !strings.Contains(body, "no snapshot") {
+		t.Errorf("/readyz before a snapshot: %d %q", code, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Run(ctx)
+	expect(t, "first snapshot", tk.calls)
+	<-clock.waiting
+	if code, _ := get("POST", "/snapshot"); code != http.StatusAccepted {
+		t.Errorf("POST /snapshot %d", code)
+	}
+	expect(t, "requested snapshot", tk.calls)
+	<-clock.waiting
+	if code, body := get("GET", "/readyz"); code != 200 {
+		t.Errorf("/readyz after snapshots: %d %q", code, body)
+	}
+	if code, _ := get("GET", "/snapshot"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /snapshot %d, want 405", code)
+	}
+	_, body := get("GET", "/metrics")
+	if !strings.Contains(body, `homesnap_snapshots_total{result="committed"} 2`) || !strings.Contains(body, "homesnap_last_success_timestamp_seconds 1.7") {
+		t.Errorf("/metrics lacks the two committed snapshots or the success time:\n%s", grep(body, "homesnap_"))
+	}
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
