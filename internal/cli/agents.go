@@ -389,7 +389,10 @@ func compareWithHead(ctx context.Context, home string, st store.Store, accept bo
 		return fmt.Errorf("agent check of snapshot %s: %w", sfs.ID(), err)
 	}
 	c := jenkins.Compare(head, now)
-	if !c.KeysChanged && !(now.Breaks() && !head.Breaks()) {
+	// A secret or the identity changed, or keys the head could read no
+	// longer unwrap. (A missing agent key alone is not refused: Jenkins
+	// creates it lazily for the first inbound node.)
+	if !c.KeysChanged && !(now.KeysUnreadable() && !head.KeysUnreadable()) {
 		return nil
 	}
 	what := "compared with head snapshot " + sfs.ID()

@@ -270,3 +270,21 @@ func TestCheckAgentsReal2015Home(t *testing.T) {
 		t.Fatalf("report:\n%s", out)
 	}
 }
+
+// A controller whose first inbound node is new has no agent key yet
+// (Jenkins creates it lazily): the sidecar commits that, it is not a key
+// regenerated behind the agents' back.
+func TestSnapshotAcceptsFirstInboundNodeBeforeItsKey(t *testing.T) {
+	home, storeDir := agentHome(t), t.TempDir()
+	os.RemoveAll(filepath.Join(home, "nodes"))
+	os.Remove(filepath.Join(home, jenkins.AgentKeyPath))
+	ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir))
+	if err := jenkinstest.InboundNode(home, "first-agent", false); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir)
+	ok(t, r)
+	if strings.Contains(r.stderr, "snapshot refused") {
+		t.Fatalf("refused:\n%s", r.stderr)
+	}
+}
