@@ -179,6 +179,11 @@ func TestBrokenContinuityIsRefused(t *testing.T) {
 				// Told to, it commits.
 				ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir, "--accept-key-change"))
 			}
+			// Two snapshots compared in the store, neither restored.
+			r = run(t, "restore", nil, "--check-agents", "--store", storeDir, "--snapshot", "head", "--compare", good, "--output", "json")
+			if rep := checkJSON(t, r); r.code != 1 || rep.Continuity || rep.Compare == nil || !strings.Contains(r.stdout, `"breaks": true`) {
+				t.Fatalf("two snapshots: exit %d\n%s", r.code, r.stdout)
+			}
 			// A restore onto the live home with continuity required fails
 			// and changes nothing.
 			before := wholeTree(t, live)
