@@ -142,6 +142,9 @@ func compareNode(name string, b, a *Node) NodeComparison {
 		nc.Verdict, nc.Breaks = SecretChanges, true
 		notes = append(notes, "its JENKINS_SECRET changes: the agent fails with \"Authorization failure\" until it gets the new one")
 	}
+	if nc.Verdict == SecretChanges && a.Kind == KindKubernetes {
+		notes = append(notes, "a pod still running fails; pods the Kubernetes plugin starts later get the new secret")
+	}
 	nc.Message = strings.Join(notes, "; ")
 	return nc
 }
