@@ -222,3 +222,22 @@ func TestUnreadableNodeConfigIsAProblem(t *testing.T) {
 		t.Fatalf("problems %v", s.Problems)
 	}
 }
+
+// The home generator writes keys in Jenkins' formats: its homes keep
+// continuity as generated, whatever the seed.
+func TestGeneratedHomesHaveRealKeys(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		home := filepath.Join(t.TempDir(), "home")
+		if _, err := gen.Generate(home, gen.Options{Preset: "tiny", Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		s := inspect(t, home)
+		if s.Breaks() || s.Identity == nil || !s.AgentKey || len(s.Keys) < 5 {
+			t.Fatalf("seed %d: %v", seed, s.Problems)
+		}
+		fi, err := os.Stat(filepath.Join(home, jenkins.IdentityPath))
+		if err != nil || fi.Size() != 1680 {
+			t.Fatalf("seed %d: identity.key.enc %v, %v", seed, fi, err)
+		}
+	}
+}
