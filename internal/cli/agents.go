@@ -54,9 +54,6 @@ func checkAgents(ctx context.Context, cfg *restoreConfig, st store.Store, stdout
 	if st != nil {
 		defer st.Close()
 	}
-	if cfg.Output != "table" && cfg.Output != "text" && cfg.Output != "json" {
-		return usageError{fmt.Errorf("--output %q: want text (or table) or json", cfg.Output)}
-	}
 	opts, err := agentOptions(cfg)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/jenkins"
+	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
@@ -93,13 +94,14 @@ type snapshotConfig struct {
 	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
 	Shrink   bool          `envconfig:"HOMESNAP_ALLOW_SHRINK" flag:"allow-shrink" desc:"commit even when over half the files or bytes, or secrets/ or nodes/, vanished since the last snapshot"`
-	Sidecar
-	Retention
-	Prune bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
 	// ExcludeMasterKey keeps secrets/master.key out of the store (restore
 	// takes it from --master-key-file).
 	ExcludeMasterKey bool `envconfig:"HOMESNAP_EXCLUDE_MASTER_KEY" flag:"exclude-master-key" desc:"leave secrets/master.key out of the store; keep it in a Secret and give it to restore with --master-key-file"`
 	AcceptKeyChange  bool `envconfig:"HOMESNAP_ACCEPT_KEY_CHANGE" flag:"accept-key-change" desc:"commit even when the home's agent secrets or identity differ from the head snapshot (keys rotated on purpose)"`
+	AgeSnapshot
+	Sidecar
+	Retention
+	Prune bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -126,10 +128,14 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !ok {
 		return usageError{fmt.Errorf("level %q: want fastest, default, better or best", cfg.Level)}
 	}
-	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
-		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink}
+	enc, err := snapshotStore(ctx, &cfg.AgeSnapshot, st, log)
+	if err != nil {
+		return err
+	}
+	opts := engine.SnapshotOptions{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
+		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients}
 	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
-		if err := guardKeys(ctx, cfg.Home, st, cfg.AcceptKeyChange, log); err != nil {
+		if err := guardKeys(ctx, cfg.Home, enc.Store, cfg.AcceptKeyChange, log); err != nil {
 			return nil, err
 		}
 		res, err := engine.Snapshot(ctx, opts)
@@ -151,13 +157,26 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return res, nil
 	}
+	l := lease.New(st, lease.Me(), cfg.LeaseTTL, nil)
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)
 		defer cancel()
+		if err := l.Acquire(ctx); err != nil {
+			log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused: ask the running sidecar for one with POST /snapshot or SIGUSR1")
+			return err
+		}
+		defer func() {
+			// Bounded: a store that is gone must not hold the exit up, and
+			// an unreleased lease expires on its own.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			l.Release(rctx)
+		}()
+		opts.Store = l.Fence(opts.Store)
 		_, err := once(ctx, opts)
 		return err
 	}
-	return sidecar(ctx, &cfg, opts, once, log)
+	return sidecar(ctx, &cfg, opts, once, l, log)
 }
 
 type restoreConfig struct {
@@ -165,8 +184,9 @@ type restoreConfig struct {
 	Snapshot   string `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the newest)"`
 	AllowEmpty bool   `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
 	List       bool   `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
-	Output     string `envconfig:"HOMESNAP_OUTPUT" default:"table" flag:"output" desc:"format of --list (table or json) and of the --check-agents report (table or text, or json)"`
+	Output     string `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
 	AgentConfig
+	AgeIdentity
 }
 
 const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
@@ -181,17 +201,32 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if cfg.CheckAgents {
-		return checkAgents(ctx, &cfg, st, stdout, log)
-	}
-	defer st.Close()
-	if cfg.List {
+	if cfg.List { // records are never encrypted: listing needs no key
+		defer st.Close()
 		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
 			log.Error().Err(err).Str("store", st.String()).Msg("cannot list snapshots")
 			return err
 		}
 		return nil
 	}
+	if st != nil {
+		// An encrypted store is read through age from here on; a missing
+		// or wrong identity fails now, naming the recipients it needs.
+		snapshot := cfg.Snapshot
+		if snapshot == "head" {
+			snapshot = ""
+		}
+		dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, snapshot, log)
+		if err != nil {
+			st.Close()
+			return err
+		}
+		st = dec.Store
+	}
+	if cfg.CheckAgents {
+		return checkAgents(ctx, &cfg, st, stdout, log)
+	}
+	defer st.Close()
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	check, err := prepareAgentCheck(&cfg, log)

@@ -50,7 +50,8 @@ func runPrune(ctx context.Context, st store.Store, r *Retention, dryRun bool, lo
 type pruneConfig struct {
 	Common
 	Retention
-	DryRun bool `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
+	AgeIdentity      // an encrypted store's records are read through age
+	DryRun      bool `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
 }
 
 func (c *pruneConfig) validate() error {
@@ -76,6 +77,8 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	// Records are never encrypted and prune deletes the keys it lists, so
+	// an encrypted store needs no key here.
 	p, err := runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log)
 	if err != nil {
 		return err

@@ -34,6 +34,9 @@ func (c *snapshotConfig) validate() error {
 	if err := nonNegative("--final-wait-quiet/HOMESNAP_FINAL_WAIT_QUIET", c.WaitQuiet, "0 means no wait"); err != nil {
 		return err
 	}
+	if err := positive("--lease-ttl/HOMESNAP_LEASE_TTL", c.LeaseTTL); err != nil {
+		return err
+	}
 	return positive("--final-timeout/HOMESNAP_FINAL_TIMEOUT", c.Grace)
 }
 
@@ -57,8 +60,10 @@ func (c *restoreConfig) validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
-	if c.Output != "table" && c.Output != "json" {
-		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want table or json", c.Output)}
+	switch c.Output {
+	case "text", "table", "json":
+	default:
+		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want text (or table) or json", c.Output)}
 	}
 	return nil
 }

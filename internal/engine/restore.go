@@ -320,16 +320,22 @@ type planReader struct {
 }
 
 func (r *restorer) openPlan(ctx context.Context) (*planReader, error) {
-	m, err := openManifest(ctx, r.o.Store, r.id)
+	return openPlan(ctx, r.o.Store, r.id, r.o.Selector, r.o.Include, r.o.Exclude)
+}
+
+// openPlan opens a snapshot's manifest as a checked stream of the entries
+// that sel (narrowed by include and exclude) lets through.
+func openPlan(ctx context.Context, st store.Store, id string, sel *selector.Selector, include, exclude []string) (*planReader, error) {
+	m, err := openManifest(ctx, st, id)
 	if err != nil {
 		return nil, err
 	}
-	f, err := newEntryFilter(r.o.Selector, r.o.Include, r.o.Exclude, m.Header.Selection)
+	f, err := newEntryFilter(sel, include, exclude, m.Header.Selection)
 	if err != nil {
 		m.Close()
-		return nil, fmt.Errorf("%s: %w", repo.Name(r.o.Store, repo.ManifestKey(r.id)), err)
+		return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
 	}
-	return &planReader{s: r.o.Store, id: r.id, m: m, filter: f}, nil
+	return &planReader{s: st, id: id, m: m, filter: f}, nil
 }
 
 func (p *planReader) Close() { p.m.Close() }

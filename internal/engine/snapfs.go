@@ -54,7 +54,11 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 	} else if err := repo.CheckID(id); err != nil {
 		return nil, err
 	}
-	pr, err := openSnapshotPlan(ctx, st, id)
+	everything, err := selector.New(selector.Spec{Preset: "all"})
+	if err != nil {
+		return nil, err
+	}
+	pr, err := openPlan(ctx, st, id, everything, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -93,24 +97,6 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 		}
 	}
 	return f, nil
-}
-
-// openSnapshotPlan reads a manifest with every check a restore makes,
-// keeping every path the snapshot's own selection holds.
-func openSnapshotPlan(ctx context.Context, st store.Store, id string) (*planReader, error) {
-	m, err := openManifest(ctx, st, id)
-	if err != nil {
-		return nil, err
-	}
-	all, err := selector.New(selector.Spec{Preset: "all"})
-	if err == nil {
-		var f *entryFilter
-		if f, err = newEntryFilter(all, nil, nil, m.Header.Selection); err == nil {
-			return &planReader{s: st, id: id, m: m, filter: f}, nil
-		}
-	}
-	m.Close()
-	return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
 }
 
 // ID is the snapshot the FS reads.

@@ -93,6 +93,33 @@ func TestBadPatterns(t *testing.T) {
 	}
 }
 
+func TestIntersectSelectsWhatEverySelectorSelects(t *testing.T) {
+	mustNew := func(spec Spec) *Selector {
+		s, err := New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := Intersect(mustNew(Spec{Preset: "jenkins"}), mustNew(Spec{Preset: "all"}), mustNew(Spec{Preset: "none", Include: []string{"jobs/a", "plugins"}}))
+	for p, want := range map[string]bool{
+		"jobs/a/config.xml": true, "jobs/a": true, "jobs/b/config.xml": false, "jobs": false,
+		"plugins/git.jpi": false, "jobs/a/workspace/x": false, "nodes/n": false,
+	} {
+		if got := s.Selected(p); got != want {
+			t.Errorf("Selected(%q) = %v, want %v", p, got, want)
+		}
+	}
+	// jobs is not selected by the intersection, but jobs/a is: SelectedIn
+	// must not rely on the parent.
+	if !s.SelectedIn(false, "jobs/a") || s.SelectedIn(false, "jobs/b") || !s.SelectedIn(true, "jobs/a/x") {
+		t.Error("SelectedIn disagrees with Selected")
+	}
+	if !s.Enter("jobs") || s.Enter("plugins") || s.Enter("nodes") || s.Enter("jobs/a/workspace") {
+		t.Error("Enter wrong for an intersection")
+	}
+}
+
 func TestControllerPreset(t *testing.T) {
 	s, err := New(Spec{Preset: "controller"})
 	if err != nil {
@@ -127,32 +154,5 @@ func TestControllerPreset(t *testing.T) {
 		if got := s.Selected(p); got != want {
 			t.Errorf("Selected(%q) = %v, want %v", p, got, want)
 		}
-	}
-}
-
-func TestIntersectSelectsWhatEverySelectorSelects(t *testing.T) {
-	mustNew := func(spec Spec) *Selector {
-		s, err := New(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	s := Intersect(mustNew(Spec{Preset: "jenkins"}), mustNew(Spec{Preset: "all"}), mustNew(Spec{Preset: "none", Include: []string{"jobs/a", "plugins"}}))
-	for p, want := range map[string]bool{
-		"jobs/a/config.xml": true, "jobs/a": true, "jobs/b/config.xml": false, "jobs": false,
-		"plugins/git.jpi": false, "jobs/a/workspace/x": false, "nodes/n": false,
-	} {
-		if got := s.Selected(p); got != want {
-			t.Errorf("Selected(%q) = %v, want %v", p, got, want)
-		}
-	}
-	// jobs is not selected by the intersection, but jobs/a is: SelectedIn
-	// must not rely on the parent.
-	if !s.SelectedIn(false, "jobs/a") || s.SelectedIn(false, "jobs/b") || !s.SelectedIn(true, "jobs/a/x") {
-		t.Error("SelectedIn disagrees with Selected")
-	}
-	if !s.Enter("jobs") || s.Enter("plugins") || s.Enter("nodes") || s.Enter("jobs/a/workspace") {
-		t.Error("Enter wrong for an intersection")
 	}
 }
