@@ -15,7 +15,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
@@ -155,11 +154,7 @@ func readMasterKeyFile(p string) ([]byte, error) {
 func agentCheck(c agentCheckOptions, log zerolog.Logger) func(ctx context.Context, staged fs.FS) error {
 	masterKey, require, current := c.masterKey, c.require, c.current
 	return func(ctx context.Context, staged fs.FS) error {
-		key := masterKey
-		if key == nil {
-			key = c.homeKey
-		}
-		s, err := jenkins.Inspect(staged, jenkins.Options{MasterKey: key})
+		s, err := jenkins.Inspect(staged, jenkins.Options{MasterKey: masterKey})
 		if err != nil {
 			return fmt.Errorf("agent check: %w", err)
 		}
@@ -200,7 +195,6 @@ func agentCheck(c agentCheckOptions, log zerolog.Logger) func(ctx context.Contex
 
 type agentCheckOptions struct {
 	masterKey []byte         // from --master-key-file: it must unwrap every key
-	homeKey   []byte         // the home's own, for a snapshot without master.key
 	require   bool           // --require-agent-continuity
 	current   *jenkins.State // the home before the restore, when it has keys
 }
@@ -231,23 +225,6 @@ func currentHome(home string) *jenkins.State {
 		return nil
 	}
 	return s
-}
-
-// checkBeforeRestore runs agentCheck on the snapshot to be restored, read
-// from the store, before the restore starts. It stands in for the engine's
-// hook on the staged tree; a snapshot that leaves master.key out is
-// checked with the supplied key, or else the home's own.
-func checkBeforeRestore(ctx context.Context, cfg *restoreConfig, st store.Store, masterKey []byte, log zerolog.Logger) error {
-	sfs, err := engine.OpenSnapshotFS(ctx, st, cfg.Snapshot, jenkins.Needed)
-	if err != nil {
-		return err
-	}
-	o := agentCheckOptions{masterKey: masterKey, require: cfg.RequireAgentContinuity, current: currentHome(cfg.Home)}
-	if masterKey == nil && !ownsMasterKey(sfs) {
-		// The restore leaves the home's master.key where it is.
-		o.homeKey, _ = os.ReadFile(filepath.Join(cfg.Home, filepath.FromSlash(jenkins.MasterKeyPath)))
-	}
-	return agentCheck(o, log.With().Str("snapshot", sfs.ID()).Logger())(ctx, sfs)
 }
 
 // ownsMasterKey reports whether a snapshot's selection covers master.key
@@ -314,37 +291,49 @@ func fileOwner(fi fs.FileInfo) (uid, gid int, ok bool) {
 	return int(st.Uid), int(st.Gid), true
 }
 
-// prepareAgentCheck reads the master key file and checks the snapshot about
-// to be restored (see checkBeforeRestore). It returns the key to install
-// once the restore has committed.
-func prepareAgentCheck(ctx context.Context, cfg *restoreConfig, st store.Store, log zerolog.Logger) ([]byte, error) {
+// restoreCheck is the agent check of one restore: on the home as it will
+// be, before the commit (RestoreOptions.BeforeCommit), then installing a
+// supplied master key after it.
+type restoreCheck struct {
+	opts agentCheckOptions
+	log  zerolog.Logger
+}
+
+// prepareAgentCheck reads the master key file and the home as it is now,
+// before the restore changes it.
+func prepareAgentCheck(cfg *restoreConfig, log zerolog.Logger) (*restoreCheck, error) {
 	opts, err := agentOptions(cfg)
 	if err != nil {
-		log.Error().Err(err).Msg("restore refused")
+		log.Error().Err(err).Msg("restore refused; nothing was changed in the home")
 		return nil, err
 	}
-	err = checkBeforeRestore(ctx, cfg, st, opts.MasterKey, log)
-	if errors.Is(err, repo.ErrNoSnapshot) {
-		// First boot: nothing to restore, but a supplied key must still
-		// fit whatever keys the home already has.
-		err = nil
-		if opts.MasterKey != nil {
-			if _, serr := os.Stat(cfg.Home); serr == nil {
-				err = agentCheck(agentCheckOptions{masterKey: opts.MasterKey, require: cfg.RequireAgentContinuity}, log)(ctx, os.DirFS(cfg.Home))
+	return &restoreCheck{
+		opts: agentCheckOptions{masterKey: opts.MasterKey, require: cfg.RequireAgentContinuity, current: currentHome(cfg.Home)},
+		log:  log,
+	}, nil
+}
+
+// beforeCommit is the engine's hook: staged shows the home as the restore
+// will leave it.
+func (c *restoreCheck) beforeCommit(ctx context.Context, staged fs.FS) error {
+	return agentCheck(c.opts, c.log)(ctx, staged)
+}
+
+// afterCommit installs the supplied master key. On a first boot (nothing
+// restored) the key is first checked against the keys the home has.
+func (c *restoreCheck) afterCommit(ctx context.Context, home string, empty bool) error {
+	if c.opts.masterKey == nil {
+		return nil
+	}
+	if empty {
+		if _, err := os.Stat(home); err == nil {
+			first := agentCheckOptions{masterKey: c.opts.masterKey, require: c.opts.require}
+			if err := agentCheck(first, c.log)(ctx, os.DirFS(home)); err != nil {
+				return err
 			}
 		}
 	}
-	if errors.Is(err, archive.ErrCorrupt) && !cfg.RequireAgentContinuity && opts.MasterKey == nil {
-		// The restore checks every byte it applies and refuses a damaged
-		// snapshot with the precise cause; the advisory check steps aside.
-		log.Warn().Err(err).Msg("cannot check agent continuity: the snapshot is damaged")
-		err = nil
-	}
-	if err != nil {
-		log.Error().Err(err).Str("home", cfg.Home).Msg("restore refused before anything was changed in the home")
-		return nil, err
-	}
-	return opts.MasterKey, nil
+	return installMasterKey(home, c.opts.masterKey, c.log)
 }
 
 // guardKeys runs before every snapshot: it compares the home with the head
@@ -389,7 +378,10 @@ func compareWithHead(ctx context.Context, home string, st store.Store, accept bo
 		return fmt.Errorf("agent check of snapshot %s: %w", sfs.ID(), err)
 	}
 	c := jenkins.Compare(head, now)
-	if !c.KeysChanged && !(now.Breaks() && !head.Breaks()) {
+	// A secret or the identity changed, or keys the head could read no
+	// longer unwrap. (A missing agent key alone is not refused: Jenkins
+	// creates it lazily for the first inbound node.)
+	if !c.KeysChanged && !(now.KeysUnreadable() && !head.KeysUnreadable()) {
 		return nil
 	}
 	what := "compared with head snapshot " + sfs.ID()

@@ -162,19 +162,17 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.DryRun {
 		opts.OnChange = func(c engine.Change) { fmt.Fprintf(stdout, "%s\t%s\t%d\n", c.Kind, c.Path, c.Size) }
 	}
-	setStep("checking agent continuity")
-	masterKey, err := prepareAgentCheck(ctx, &cfg, st, log)
+	check, err := prepareAgentCheck(&cfg, log)
 	if err != nil {
 		return reported{err}
 	}
+	opts.BeforeCommit = check.beforeCommit // agent continuity, on the staged tree
 	res, err := engine.RestoreHome(ctx, opts)
+	if err == nil && !cfg.DryRun {
+		err = check.afterCommit(ctx, home, res.Decision.Action == engine.ActFirstBoot)
+	}
 	if err != nil {
 		return fail("restore failed", err)
-	}
-	if masterKey != nil && !cfg.DryRun {
-		if err := installMasterKey(home, masterKey, log); err != nil {
-			return fail("restore failed", err)
-		}
 	}
 	logOutcome(log, home, st.String(), res)
 	if !cfg.DryRun {

@@ -166,6 +166,11 @@ func TestBrokenContinuityIsRefused(t *testing.T) {
 				// Told to, it commits.
 				ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir, "--accept-key-change"))
 			}
+			// Two snapshots compared in the store, neither restored.
+			r = run(t, "restore", nil, "--check-agents", "--store", storeDir, "--snapshot", "head", "--compare", good, "--output", "json")
+			if rep := checkJSON(t, r); r.code != 1 || rep.Continuity || rep.Compare == nil || !strings.Contains(r.stdout, `"breaks": true`) {
+				t.Fatalf("two snapshots: exit %d\n%s", r.code, r.stdout)
+			}
 			// A restore onto the live home with continuity required fails
 			// and changes nothing.
 			before := wholeTree(t, live)
@@ -255,5 +260,23 @@ func TestCheckAgentsReal2015Home(t *testing.T) {
 	out := ok(t, r)
 	if !strings.Contains(out, "agents will reconnect") || !strings.Contains(out, "X-Instance-Identity: MIIB") {
 		t.Fatalf("report:\n%s", out)
+	}
+}
+
+// A controller whose first inbound node is new has no agent key yet
+// (Jenkins creates it lazily): the sidecar commits that, it is not a key
+// regenerated behind the agents' back.
+func TestSnapshotAcceptsFirstInboundNodeBeforeItsKey(t *testing.T) {
+	home, storeDir := agentHome(t), t.TempDir()
+	os.RemoveAll(filepath.Join(home, "nodes"))
+	os.Remove(filepath.Join(home, jenkins.AgentKeyPath))
+	ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir))
+	if err := jenkinstest.InboundNode(home, "first-agent", false); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir)
+	ok(t, r)
+	if strings.Contains(r.stderr, "snapshot refused") {
+		t.Fatalf("refused:\n%s", r.stderr)
 	}
 }

@@ -29,6 +29,9 @@ type SnapshotFS struct {
 	id      string
 	entries map[string]*archive.Entry
 	kids    map[string][]string // directory → names of its indexed children
+	// cache holds indexed files met while reading another one's range:
+	// small files share frames, and a check reads them all.
+	cache map[string][]byte
 }
 
 // maxSnapshotFSFile bounds what one read holds in memory: the files a
@@ -60,7 +63,7 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 		return nil, err
 	}
 	defer pr.Close()
-	f := &SnapshotFS{Header: pr.m.Header, ctx: ctx, st: st, id: id, entries: map[string]*archive.Entry{}, kids: map[string][]string{".": nil}}
+	f := &SnapshotFS{Header: pr.m.Header, ctx: ctx, st: st, id: id, entries: map[string]*archive.Entry{}, kids: map[string][]string{".": nil}, cache: map[string][]byte{}}
 	for {
 		e, err := pr.next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -168,46 +171,71 @@ func (f *SnapshotFS) list(dir string) []fs.DirEntry {
 }
 
 // read fetches one file's bytes from its archive range and checks them
-// against the manifest's hash.
+// against the manifest's hash. Other indexed files the range holds are
+// kept for later reads.
 func (f *SnapshotFS) read(e *archive.Entry) ([]byte, error) {
+	if data, ok := f.cache[e.Path]; ok {
+		delete(f.cache, e.Path)
+		return data, nil
+	}
 	if e.Size > maxSnapshotFSFile {
 		return nil, fmt.Errorf("%d bytes is more than this reader holds (%d)", e.Size, maxSnapshotFSFile)
 	}
-	data := []byte{}
-	if e.HasData() {
-		key := repo.ArchiveKey(e.Archive)
-		where := fmt.Sprintf("%s (bytes %d-%d)", repo.Name(f.st, key), e.Offset, e.Offset+e.Length-1)
-		rc, err := f.st.Get(f.ctx, key, e.Offset, e.Length)
+	if !e.HasData() {
+		return f.verify(e, []byte{})
+	}
+	key := repo.ArchiveKey(e.Archive)
+	where := fmt.Sprintf("%s (bytes %d-%d)", repo.Name(f.st, key), e.Offset, e.Offset+e.Length-1)
+	rc, err := f.st.Get(f.ctx, key, e.Offset, e.Length)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", where, err)
+	}
+	defer rc.Close()
+	tr, err := archive.NewRangeReader(rc, archive.MaxDecoded(1, e.Size))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", where, err)
+	}
+	defer tr.Close()
+	var data []byte
+	for {
+		hdr, err := tr.Next()
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", where, err)
-		}
-		defer rc.Close()
-		tr, err := archive.NewRangeReader(rc, archive.MaxDecoded(1, e.Size))
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", where, err)
-		}
-		defer tr.Close()
-		for {
-			hdr, err := tr.Next()
-			if err != nil {
-				if serr := tr.SourceErr(); serr != nil {
-					err = serr
-				}
-				return nil, fmt.Errorf("%w archive %s: %v before %q was found", archive.ErrCorrupt, where, err, e.Path)
+			if data != nil {
+				return data, nil // the range ends after the file wanted
 			}
+			if serr := tr.SourceErr(); serr != nil {
+				err = serr
+			}
+			return nil, fmt.Errorf("%w archive %s: %v before %q was found", archive.ErrCorrupt, where, err, e.Path)
+		}
+		other := f.entries[hdr.Name]
+		if hdr.Name != e.Path && (other == nil || other.Type != archive.TypeFile || other.Archive != e.Archive ||
+			other.Size != hdr.Size || f.cache[hdr.Name] != nil || data != nil && hdr.Size > 1<<20) {
+			continue
+		}
+		if hdr.Name == e.Path && hdr.Size != e.Size {
+			return nil, fmt.Errorf("%w archive %s: %q has %d bytes, the manifest says %d", archive.ErrCorrupt, where, e.Path, hdr.Size, e.Size)
+		}
+		buf := make([]byte, hdr.Size)
+		if _, err := io.ReadFull(tr, buf); err != nil {
 			if hdr.Name != e.Path {
-				continue
+				continue // cut by the range's end: read on its own later
 			}
-			if hdr.Size != e.Size {
-				return nil, fmt.Errorf("%w archive %s: %q has %d bytes, the manifest says %d", archive.ErrCorrupt, where, e.Path, hdr.Size, e.Size)
+			return nil, fmt.Errorf("%w archive %s: %q: %v", archive.ErrCorrupt, where, e.Path, err)
+		}
+		if hdr.Name != e.Path {
+			if ok, _ := f.verify(other, buf); ok != nil {
+				f.cache[hdr.Name] = buf
 			}
-			data = make([]byte, e.Size)
-			if _, err := io.ReadFull(tr, data); err != nil {
-				return nil, fmt.Errorf("%w archive %s: %q: %v", archive.ErrCorrupt, where, e.Path, err)
-			}
-			break
+			continue
+		}
+		if data, err = f.verify(e, buf); err != nil {
+			return nil, err
 		}
 	}
+}
+
+func (f *SnapshotFS) verify(e *archive.Entry, data []byte) ([]byte, error) {
 	if e.Hash == nil || sha256.Sum256(data) != [32]byte(*e.Hash) {
 		return nil, fmt.Errorf("%w: content of %q in snapshot %s does not match the manifest's hash", archive.ErrCorrupt, e.Path, f.id)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,7 +14,10 @@ import (
 	"testing/fstest"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/gen"
+	jenkinssel "github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 )
 
@@ -100,4 +104,49 @@ func TestSnapshotFSDamagedArchive(t *testing.T) {
 	if _, err := fs.ReadFile(f, "secrets/master.key"); !errors.Is(err, archive.ErrCorrupt) {
 		t.Fatalf("err = %v, want a corrupt-content error", err)
 	}
+}
+
+// countingStore counts the bytes read from archives.
+type countingStore struct {
+	store.Store
+	archiveBytes, gets int64
+}
+
+func (c *countingStore) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	rc, err := c.Store.Get(ctx, key, off, n)
+	if err != nil || !strings.HasPrefix(key, "archives/") {
+		return rc, err
+	}
+	c.gets++
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	c.archiveBytes += int64(len(data))
+	return io.NopCloser(bytes.NewReader(data)), err
+}
+
+// The agent check on a snapshot reads the keys and node configs, not the
+// archive: a generated home of tens of MB costs a few small ranges.
+func TestAgentCheckOnASnapshotReadsFewBytes(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	if _, err := gen.Generate(home, gen.Options{Preset: "small", Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(t)
+	res := snap(t, home, st)
+	cs := &countingStore{Store: st}
+	f, err := OpenSnapshotFS(context.Background(), cs, "", jenkinssel.Needed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jenkinssel.Inspect(f, jenkinssel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes) == 0 || len(s.Keys) == 0 {
+		t.Fatalf("the check saw %d nodes, %d keys", len(s.Nodes), len(s.Keys))
+	}
+	if cs.archiveBytes*20 > res.Stored {
+		t.Fatalf("read %d archive bytes in %d requests of a %d-byte archive", cs.archiveBytes, cs.gets, res.Stored)
+	}
+	t.Logf("read %d archive bytes in %d requests of a %d-byte archive", cs.archiveBytes, cs.gets, res.Stored)
 }

@@ -5,18 +5,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/homesnap/homesnap/internal/jenkins"
 )
 
-// writeSecrets writes secrets/ with the sizes Jenkins produces: master.key is
-// 256 hex characters without newline; ConfidentialKey files are AES blobs
-// (272 bytes for 256-byte payloads, 48 or 32 for short ones).
+// writeSecrets writes secrets/ as Jenkins does: master.key is 256 hex
+// characters without newline; ConfidentialKey files are AES blobs wrapped
+// under it with the MAGIC marker (272 bytes for 256-byte payloads, 48 or
+// 32 for short ones), so the agent check finds every key readable.
 func (g *generator) writeSecrets(w *writer) error {
 	r := newRNG(g.seed, "secrets")
 	t := ns(r, epoch.Add(time.Hour))
 	if err := w.mkdir("secrets"); err != nil {
 		return err
 	}
-	if err := w.file("secrets/master.key", 0o644, t, r.hex(256)); err != nil {
+	keys := g.keys()
+	if err := w.file("secrets/master.key", 0o644, t, keys.master); err != nil {
 		return err
 	}
 	blobs := []struct {
@@ -33,7 +37,11 @@ func (g *generator) writeSecrets(w *writer) error {
 		{"org.jenkinsci.plugins.workflow.log.ConsoleAnnotators.consoleAnnotator", 48},
 	}
 	for _, b := range blobs {
-		if err := w.random("secrets/"+b.name, 0o644, ns(r, t.Add(time.Minute)), b.size, r); err != nil {
+		data := keys.wrapped(b.size, r)
+		if b.name == "org.jenkinsci.main.modules.instance_identity.InstanceIdentity.KEY" {
+			data = string(jenkins.Wrap(keys.storeKey, keys.identityKey))
+		}
+		if err := w.file("secrets/"+b.name, 0o644, ns(r, t.Add(time.Minute)), data); err != nil {
 			return err
 		}
 	}
@@ -86,7 +94,7 @@ func (g *generator) writeRoot(w *writer) error {
 	r := newRNG(g.seed, "root")
 	t0 := epoch.Add(30 * time.Minute)
 	late := epoch.Add(horizon - 2*time.Hour)
-	if err := w.random("identity.key.enc", 0o600, ns(r, t0), 1680, r); err != nil {
+	if err := w.file("identity.key.enc", 0o600, ns(r, t0), g.keys().identity(newRNG(g.seed, "identity"))); err != nil {
 		return err
 	}
 	files := []textFile{

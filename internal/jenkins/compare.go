@@ -126,6 +126,9 @@ func compareNode(name string, b, a *Node) NodeComparison {
 	case !b.Kind.UsesSecret():
 		nc.Verdict = Added
 		notes = append(notes, "it did not use an agent secret before")
+	case a.secret == "" && b.secret == "":
+		nc.Verdict = Unknown
+		notes = append(notes, "neither state has a readable agent key, so the secret cannot be compared")
 	case a.secret == "":
 		nc.Verdict, nc.Breaks = SecretChanges, true
 		notes = append(notes, "the agent key cannot be read, so Jenkins will make a new one: the agent fails with \"Authorization failure\"")
@@ -138,6 +141,9 @@ func compareNode(name string, b, a *Node) NodeComparison {
 	default:
 		nc.Verdict, nc.Breaks = SecretChanges, true
 		notes = append(notes, "its JENKINS_SECRET changes: the agent fails with \"Authorization failure\" until it gets the new one")
+	}
+	if nc.Verdict == SecretChanges && a.Kind == KindKubernetes {
+		notes = append(notes, "a pod still running fails; pods the Kubernetes plugin starts later get the new secret")
 	}
 	nc.Message = strings.Join(notes, "; ")
 	return nc

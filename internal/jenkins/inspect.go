@@ -51,6 +51,17 @@ func (s *State) Breaks() bool {
 	return false
 }
 
+// KeysUnreadable reports whether some key in secrets/ does not unwrap
+// under master.key: at its next start Jenkins replaces it.
+func (s *State) KeysUnreadable() bool {
+	for _, k := range s.Keys {
+		if !k.OK {
+			return true
+		}
+	}
+	return false
+}
+
 // Node returns the node called name, or nil.
 func (s *State) Node(name string) *Node {
 	for _, n := range s.Nodes {

@@ -191,3 +191,53 @@ func TestNeeded(t *testing.T) {
 		}
 	}
 }
+
+// Homes whose keys cannot be read (random bytes, as the home generator
+// writes them) compare as unknown, not as changed: nothing regenerated
+// between the two.
+func TestUnreadableKeysOnBothSidesAreNotAChange(t *testing.T) {
+	home := genHome(t)
+	os.WriteFile(filepath.Join(home, jenkins.MasterKeyPath), []byte(strings.Repeat("cd", 128)), 0o644)
+	s := inspect(t, home)
+	c := jenkins.Compare(s, inspect(t, home))
+	if c.KeysChanged {
+		t.Fatalf("keys changed between two reads of the same home: %+v", c)
+	}
+	for _, n := range c.Nodes {
+		if n.Kind.UsesSecret() && n.Verdict != jenkins.Unknown {
+			t.Errorf("%s: %s", n.Name, n.Verdict)
+		}
+	}
+}
+
+func TestUnreadableNodeConfigIsAProblem(t *testing.T) {
+	home := genHome(t)
+	p := filepath.Join(home, "nodes", "ws-agent", "config.xml")
+	os.Remove(p)
+	if err := os.Mkdir(p, 0o755); err != nil { // a directory where the file should be
+		t.Fatal(err)
+	}
+	s := inspect(t, home)
+	if !names(s.Problems, "nodes/ws-agent/config.xml") || s.Node("ws-agent") != nil {
+		t.Fatalf("problems %v", s.Problems)
+	}
+}
+
+// The home generator writes keys in Jenkins' formats: its homes keep
+// continuity as generated, whatever the seed.
+func TestGeneratedHomesHaveRealKeys(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		home := filepath.Join(t.TempDir(), "home")
+		if _, err := gen.Generate(home, gen.Options{Preset: "tiny", Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		s := inspect(t, home)
+		if s.Breaks() || s.Identity == nil || !s.AgentKey || len(s.Keys) < 5 {
+			t.Fatalf("seed %d: %v", seed, s.Problems)
+		}
+		fi, err := os.Stat(filepath.Join(home, jenkins.IdentityPath))
+		if err != nil || fi.Size() != 1680 {
+			t.Fatalf("seed %d: identity.key.enc %v, %v", seed, fi, err)
+		}
+	}
+}

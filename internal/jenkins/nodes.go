@@ -163,7 +163,9 @@ func readNodes(fsys fs.FS) ([]*Node, []Problem, error) {
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			problems = append(problems, Problem{Path: p, Breaks: true, Message: fmt.Sprintf(
+				"cannot be read (%v): Jenkins will not load node %q, and its agent will fail with \"Unknown client name\"", err, d.Name())})
+			continue
 		}
 		n, err := ParseNode(data)
 		if err != nil {
