@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/homesnap/homesnap/internal/crypt"
+	"github.com/homesnap/homesnap/internal/store/storetest"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -190,4 +191,31 @@ func untarDecrypted(t *testing.T, keyFile, archive, dir string) {
 			os.WriteFile(p, data, 0o644)
 		}
 	}
+}
+
+// TestEncryptedOnObjectStore runs the encrypted story on an S3 server:
+// multipart uploads of age files, ranged reads mapped to chunks.
+func TestEncryptedOnObjectStore(t *testing.T) {
+	storeURL, env := backends[0].setup(t, storetest.Prefix(t))
+	env = append(env, "HOMESNAP_STORE="+storeURL)
+	key, _, fp := ageKeys(t)
+	home := buildHome(t, "jobs/test/builds/1/archive/big.bin", 13<<20)
+	env = append(env, "HOMESNAP_AGE_IDENTITY_FILE="+key)
+	id1 := ok(t, run(t, "snapshot", env, "--once", "--home", home, "--timeout", "2m"))
+	want1 := selectedTree(t, home)
+	testhome.Change(t, home)
+	ok(t, run(t, "snapshot", env, "--once", "--home", home, "--timeout", "2m"))
+	want2 := selectedTree(t, home)
+	target := t.TempDir()
+	ok(t, run(t, "restore", env, "--home", target, "--timeout", "2m"))
+	same(t, "restore of the head", want2, wholeTree(t, target))
+	first := t.TempDir()
+	ok(t, run(t, "restore", env, "--home", first, "--snapshot", id1, "--timeout", "2m"))
+	same(t, "restore of the first snapshot", want1, wholeTree(t, first))
+	other, _, _ := ageKeys(t)
+	r := run(t, "restore", append(env, "HOMESNAP_AGE_IDENTITY_FILE="+other), "--home", target)
+	if r.code != 1 || !strings.Contains(r.stderr, fp) {
+		t.Fatalf("wrong identity: exit %d, %s", r.code, r.stderr)
+	}
+	same(t, "home after a refused restore", want2, wholeTree(t, target))
 }
