@@ -75,6 +75,10 @@ func keySource(file, content, variable string) (io.ReadCloser, string, error) {
 	if file == "" {
 		return nil, "", nil
 	}
+	if strings.HasPrefix(strings.ToUpper(file), "AGE-SECRET-KEY-") {
+		// Not echoed: a key pasted here is already in `ps` and must not reach the logs too.
+		return nil, "", usageError{fmt.Errorf("%s_FILE is a path to a file in age's format, and this looks like a key: put the key in a file (or in %s) and generate a new one, since this one was on a command line", variable, variable)}
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, "", usageError{fmt.Errorf("age key file: %v", err)}
