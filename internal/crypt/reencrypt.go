@@ -75,7 +75,7 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	for _, key := range keys {
 		n, err := reencryptOne(ctx, from, to, check, key)
 		if err != nil {
-			return res, fmt.Errorf("re-encrypt %s: %w; objects before it are done, it and the rest are as they were: fix the cause and run again", from.name(key), err)
+			return res, fmt.Errorf("re-encrypt %s: %w; the objects before it are done and those after it untouched: fix the cause and run again", from.name(key), err)
 		}
 		res.Objects++
 		res.Bytes += n
