@@ -25,6 +25,8 @@ type AgeIdentity struct {
 	Identity     string `envconfig:"HOMESNAP_AGE_IDENTITY"` // the file's content, for a Secret mapped to a variable
 }
 
+// AgeSnapshot is the snapshot's age settings: what to encrypt to, and the
+// switches for migration and rotation.
 type AgeSnapshot struct {
 	AgeIdentity
 	RecipientsFile string `envconfig:"HOMESNAP_AGE_RECIPIENTS_FILE" flag:"age-recipients-file" desc:"age recipients file (age1... public keys, one per line): encrypt snapshots to them (default: the identities' own recipients)"`
