@@ -126,6 +126,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
+	if cfg.Reencrypt {
+		return reencrypt(ctx, &cfg.AgeSnapshot, st, log, stdout)
+	}
 	ok, level := zstd.EncoderLevelFromString(cfg.Level)
 	if !ok {
 		return usageError{fmt.Errorf("level %q: want fastest, default, better or best", cfg.Level)}

@@ -25,11 +25,14 @@ type AgeIdentity struct {
 	Identity     string `envconfig:"HOMESNAP_AGE_IDENTITY"` // the file's content, for a Secret mapped to a variable
 }
 
+// AgeSnapshot is the snapshot's age settings: what to encrypt to, and the
+// switches for migration and rotation.
 type AgeSnapshot struct {
 	AgeIdentity
 	RecipientsFile string `envconfig:"HOMESNAP_AGE_RECIPIENTS_FILE" flag:"age-recipients-file" desc:"age recipients file (age1... public keys, one per line): encrypt snapshots to them (default: the identities' own recipients)"`
 	Recipients     string `envconfig:"HOMESNAP_AGE_RECIPIENTS"` // the file's content
 	Migrate        bool   `envconfig:"HOMESNAP_AGE_MIGRATE" flag:"age-migrate" desc:"allow switching the store between plain and age-encrypted snapshots (the next snapshot is a full one)"`
+	Reencrypt      bool   `envconfig:"HOMESNAP_AGE_REENCRYPT" flag:"age-reencrypt" desc:"rewrite every snapshot of the store for the recipients (key rotation; the identity file holds the old keys and one new one), then exit"`
 }
 
 func (a *AgeIdentity) identities() ([]age.Identity, error) {
@@ -75,6 +78,10 @@ func keySource(file, content, variable string) (io.ReadCloser, string, error) {
 	if file == "" {
 		return nil, "", nil
 	}
+	if strings.HasPrefix(strings.ToUpper(file), "AGE-SECRET-KEY-") {
+		// Not echoed: a key pasted here is already in `ps` and must not reach the logs too.
+		return nil, "", usageError{fmt.Errorf("%s_FILE is a path to a file in age's format, and this looks like a key: put the key in a file (or in %s) and generate a new one, since this one was on a command line", variable, variable)}
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, "", usageError{fmt.Errorf("age key file: %v", err)}
@@ -119,4 +126,28 @@ func restoreStore(ctx context.Context, a *AgeIdentity, st store.Store, snapshot 
 		log.Warn().Str("store", st.String()).Msg(setup.Note)
 	}
 	return setup, nil
+}
+
+// reencrypt rewrites every snapshot for the recipients (key rotation).
+func reencrypt(ctx context.Context, a *AgeSnapshot, st store.Store, log zerolog.Logger, stdout io.Writer) error {
+	k, err := a.keys()
+	if err != nil {
+		return err
+	}
+	if a.RecipientsFile == "" && a.Recipients == "" {
+		return usageError{fmt.Errorf("--age-reencrypt needs the new recipients: --age-recipients-file or HOMESNAP_AGE_RECIPIENTS_FILE")}
+	}
+	res, err := crypt.Reencrypt(ctx, st, k, func(key string) { log.Debug().Str("object", key).Msg("re-encrypted") })
+	if err != nil {
+		done := 0
+		if res != nil {
+			done = res.Objects
+		}
+		log.Error().Err(err).Str("store", st.String()).Int("objects_done", done).Msg("re-encryption stopped")
+		return err
+	}
+	log.Info().Str("store", st.String()).Int("objects", res.Objects).Int64("bytes", res.Bytes).Int("plain_left", res.Plain).
+		Strs("age_recipients", crypt.RecipientFingerprints(k.Recipients)).Msg("re-encryption complete")
+	fmt.Fprintf(stdout, "re-encrypted %d objects\n", res.Objects)
+	return nil
 }

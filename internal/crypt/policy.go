@@ -61,6 +61,9 @@ func ForSnapshot(ctx context.Context, st store.Store, k Keys) (*Setup, error) {
 		if err != nil {
 			return nil, err
 		}
+		if m == nil && want == "" {
+			return setup, nil // a plain store is created by the snapshot, as always
+		}
 		if m == nil {
 			if err := repo.CheckMarker(ctx, st); err != nil {
 				return nil, err

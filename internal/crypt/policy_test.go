@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -271,4 +272,60 @@ func (b *keyBody) Read(p []byte) (int, error) {
 	b.c.n[b.key] += int64(n)
 	b.c.mu.Unlock()
 	return n, err
+}
+
+// TestReencrypt rotates every snapshot of a store to a new key: afterwards
+// the new key alone restores each of them, and the old one none.
+func TestReencrypt(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := file.Open(t.TempDir())
+	a, _ := age.GenerateX25519Identity()
+	b, _ := age.GenerateX25519Identity()
+	first, err := snapshotWith(t, home, st, keysFor(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testhome.Change(t, home)
+	second, err := snapshotWith(t, home, st, keysFor(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old key alone cannot check the rewritten objects: refused.
+	if _, err := Reencrypt(ctx, st, Keys{Recipients: []age.Recipient{b.Recipient()}, Identities: []age.Identity{a}}, nil); err == nil {
+		t.Fatal("re-encryption without a new identity was accepted")
+	}
+	res, err := Reencrypt(ctx, st, Keys{Recipients: []age.Recipient{b.Recipient()}, Identities: []age.Identity{a, b}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Objects != 4 || res.Plain != 0 {
+		t.Fatalf("rewrote %d objects (%d plain), want 4", res.Objects, res.Plain)
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		if err := restoreWith(t, t.TempDir(), st, keysFor(b), id); err != nil {
+			t.Fatalf("snapshot %s with the new key: %v", id, err)
+		}
+		var ni *NoIdentityError
+		if err := restoreWith(t, t.TempDir(), st, keysFor(a), id); !errors.As(err, &ni) {
+			t.Fatalf("snapshot %s with the old key: %v", id, err)
+		}
+	}
+	head, _, _ := repo.LoadHead(ctx, st)
+	fpB := RecipientFingerprints([]age.Recipient{b.Recipient()})
+	if !slices.Equal(head.Recipients, fpB) {
+		t.Fatalf("head recipients %v, want %v", head.Recipients, fpB)
+	}
+	// The next snapshot with the new key is incremental again.
+	testhome.Change(t, home)
+	third, err := snapshotWith(t, home, st, keysFor(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Totals.New >= first.Totals.New/2 {
+		t.Fatalf("snapshot after re-encryption wrote %d entries of %d: not incremental", third.Totals.New, first.Totals.New)
+	}
 }

@@ -1,0 +1,161 @@
+package crypt
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+	"slices"
+	"strings"
+
+	"filippo.io/age"
+
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// ReencryptResult counts what Reencrypt did.
+type ReencryptResult struct {
+	Objects int   // age objects rewritten for the new recipients
+	Bytes   int64 // their plaintext bytes
+	Plain   int   // plain objects (from before a migration) left as they are
+}
+
+// Reencrypt rewrites every age object of the store (the manifests and
+// archives of every snapshot) for k.Recipients, decrypting with
+// k.Identities, which must open the old objects and include an identity of
+// one of the new recipients. Each object is replaced in one Put (never
+// half-written) and read back with the new recipients' identities before
+// the next one; the first failure stops it, and running it again is safe.
+// Finally the head records the new fingerprints. Plaintext, and thus every
+// manifest's byte ranges, is unchanged.
+func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key string)) (*ReencryptResult, error) {
+	fps := RecipientFingerprints(k.Recipients)
+	var fresh []age.Identity // the identities of the new recipients
+	for _, id := range k.Identities {
+		if slices.Contains(fps, IdentityFingerprints([]age.Identity{id})[0]) {
+			fresh = append(fresh, id)
+		}
+	}
+	if len(fps) == 0 || len(fresh) == 0 {
+		return nil, fmt.Errorf("re-encryption needs the new recipients (--age-recipients-file) and, in --age-identity-file, the old identities plus one of the new recipients' (to check every rewritten object); new recipients: %s", list(fps))
+	}
+	m, _, err := repo.LoadMarker(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil || m.Encryption != repo.EncryptionAge {
+		return nil, fmt.Errorf("%s is not an age-encrypted store: nothing to re-encrypt (to encrypt a plain store, take a snapshot with --age-migrate)", st)
+	}
+	head, _, err := repo.LoadHead(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	res := &ReencryptResult{}
+	for _, prefix := range []string{"snapshots/", "archives/"} {
+		err := st.List(ctx, prefix, func(o store.Object) error {
+			if strings.HasSuffix(o.Key, repo.EncryptedSuffix) {
+				keys = append(keys, strings.TrimSuffix(o.Key, repo.EncryptedSuffix))
+			} else {
+				res.Plain++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	from := Wrap(st, nil, k.Identities, m.Recipients)
+	to := Wrap(st, k.Recipients, nil, fps)
+	check := Wrap(st, nil, fresh, fps)
+	for _, key := range keys {
+		n, err := reencryptOne(ctx, from, to, check, key)
+		if err != nil {
+			return res, fmt.Errorf("re-encrypt %s: %w; the objects before it are done and those after it untouched: fix the cause and run again", from.name(key), err)
+		}
+		res.Objects++
+		res.Bytes += n
+		if progress != nil {
+			progress(key)
+		}
+	}
+	if err := recordRecipients(ctx, st, head, fps); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func reencryptOne(ctx context.Context, from, to, check *Store, key string) (int64, error) {
+	src, err := from.Get(ctx, key, 0, -1)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	before := &hashCount{h: sha256.New()}
+	if err := to.Put(ctx, key, io.TeeReader(src, before)); err != nil {
+		return 0, err
+	}
+	back, err := check.Get(ctx, key, 0, -1)
+	if err != nil {
+		return 0, fmt.Errorf("reading the new object back: %w", err)
+	}
+	defer back.Close()
+	after := &hashCount{h: sha256.New()}
+	if _, err := io.Copy(after, back); err != nil {
+		return 0, fmt.Errorf("reading the new object back: %w", err)
+	}
+	if !bytes.Equal(before.h.Sum(nil), after.h.Sum(nil)) {
+		return 0, fmt.Errorf("the new object does not decrypt to the old content")
+	}
+	return after.n, nil
+}
+
+type hashCount struct {
+	h hash.Hash
+	n int64
+}
+
+func (c *hashCount) Write(p []byte) (int, error) { c.n += int64(len(p)); return c.h.Write(p) }
+
+// recordRecipients sets the head's and the marker's fingerprints after a
+// re-encryption, unless a snapshot was taken meanwhile.
+func recordRecipients(ctx context.Context, st store.Store, was *repo.Head, fps []string) error {
+	if was == nil {
+		return nil
+	}
+	head, v, err := repo.LoadHead(ctx, st)
+	if err != nil {
+		return err
+	}
+	if head.Snapshot != was.Snapshot {
+		return fmt.Errorf("snapshot %s was taken during the re-encryption and was not covered: run it again (stop the sidecar, or switch it to the new keys, first)", head.Snapshot)
+	}
+	head.Recipients = fps
+	data, _ := json.Marshal(head)
+	if _, err := store.CompareAndSwap(ctx, st, repo.HeadKey, data, v); err != nil {
+		return fmt.Errorf("record the new recipients in %s: %w; run again", repo.Name(st, repo.HeadKey), err)
+	}
+	for range 5 {
+		m, mv, err := repo.LoadMarker(ctx, st)
+		if err != nil {
+			return err
+		}
+		added := false
+		for _, fp := range fps {
+			if !slices.Contains(m.Recipients, fp) {
+				m.Recipients, added = append(m.Recipients, fp), true
+			}
+		}
+		if !added {
+			return nil
+		}
+		if _, err := repo.SaveMarker(ctx, st, m, mv); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s keeps changing: run again", repo.Name(st, repo.MarkerKey))
+}
