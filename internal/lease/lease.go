@@ -19,7 +19,7 @@ import (
 )
 
 // Key is the lease object, beside the head.
-const Key = "lease.json"
+const Key = repo.LeaseKey
 
 // Holder names a writer for people: which pod, host and process.
 type Holder struct {
@@ -90,7 +90,12 @@ func (l *Lease) Acquire(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	data, v, err := l.st.Load(ctx, Key)
-	if err != nil && !errors.Is(err, store.ErrNotExist) {
+	if errors.Is(err, store.ErrNotExist) {
+		// Never write into a prefix that holds something else.
+		if err := repo.CheckMarker(ctx, l.st); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return err
 	}
 	now := l.now()

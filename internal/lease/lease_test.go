@@ -106,3 +106,25 @@ func TestRaceForAFreeLease(t *testing.T) {
 		now = now.Add(2 * time.Minute) // everyone's lease expires
 	}
 }
+
+// A lease on a fresh store leaves it a store the first snapshot accepts; a
+// prefix holding something else is refused before anything is written.
+func TestLeaseOnFreshAndForeignPrefixes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, _ := file.Open(dir)
+	if err := New(st, Holder{ID: "a"}, time.Minute, nil).Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.CheckMarker(ctx, st); err != nil {
+		t.Errorf("a fresh store with a lease is refused: %v", err)
+	}
+	foreign, _ := file.Open(t.TempDir())
+	foreign.Put(ctx, "backup.tar", strings.NewReader("x"))
+	if err := New(foreign, Holder{ID: "a"}, time.Minute, nil).Acquire(ctx); !errors.Is(err, repo.ErrWrongStore) {
+		t.Errorf("lease on a foreign prefix: %v", err)
+	}
+	if _, _, err := foreign.Load(ctx, Key); err == nil {
+		t.Error("a lease was written into a foreign prefix")
+	}
+}

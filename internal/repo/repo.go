@@ -33,6 +33,7 @@ import (
 const (
 	MarkerKey       = "homesnap.json"
 	HeadKey         = "head.json"
+	LeaseKey        = "lease.json" // the one writer's lease (internal/lease)
 	EncryptedSuffix = ".age"
 )
 
@@ -145,7 +146,13 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 	}
 	var other string
 	stop := errors.New("stop")
-	lerr := s.List(ctx, "", func(o store.Object) error { other = o.Key; return stop })
+	lerr := s.List(ctx, "", func(o store.Object) error {
+		if o.Key == LeaseKey {
+			return nil // a writer's lease, taken just before its first snapshot
+		}
+		other = o.Key
+		return stop
+	})
 	if lerr != nil && !errors.Is(lerr, stop) {
 		return lerr
 	}
