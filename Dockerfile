@@ -1,6 +1,7 @@
 # homesnap: one small image with both programs.
 #   restore   the init container and the disaster-recovery command
 #   snapshot  the sidecar
+#   prune     applies a retention policy (the sidecar can do it too)
 #
 # The binaries are static (CGO_ENABLED=0), so the image is scratch plus CA
 # certificates for the cloud stores. It runs as uid/gid 1000, the user of the
@@ -21,7 +22,7 @@ RUN go mod download
 COPY cmd/ cmd/
 COPY internal/ internal/
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w -buildid=" \
-        -o /out/ ./cmd/restore ./cmd/snapshot && \
+        -o /out/ ./cmd/restore ./cmd/snapshot ./cmd/prune && \
     mkdir /out/home
 
 FROM scratch
@@ -35,7 +36,7 @@ LABEL org.opencontainers.image.title="homesnap" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
-COPY --from=build /out/restore /out/snapshot /usr/local/bin/
+COPY --from=build /out/restore /out/snapshot /out/prune /usr/local/bin/
 # An empty home owned by 1000, so a fresh Docker volume mounted there is
 # writable by the image's user (Kubernetes uses fsGroup instead).
 COPY --from=build --chown=1000:1000 /out/home /var/jenkins_home

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755)
 	// Built exactly as the Dockerfile builds them.
-	build := exec.Command("go", "build", "-trimpath", "-o", dir, "../cmd/restore", "../cmd/snapshot")
+	build := exec.Command("go", "build", "-trimpath", "-o", dir, "../cmd/restore", "../cmd/snapshot", "../cmd/prune")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
@@ -330,7 +330,7 @@ func TestHelmValues(t *testing.T) {
 func TestVariablesAreOnesTheBinariesRead(t *testing.T) {
 	known := map[string]bool{}
 	name := regexp.MustCompile(`HOMESNAP_[A-Z0-9_]*[A-Z0-9]`)
-	for _, b := range []string{"restore", "snapshot"} {
+	for _, b := range []string{"restore", "snapshot", "prune"} {
 		out, _ := exec.Command(filepath.Join(bin, b), "--help").CombinedOutput()
 		for _, n := range name.FindAllString(string(out), -1) {
 			known[n] = true

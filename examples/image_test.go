@@ -52,7 +52,7 @@ func TestDockerfileStructure(t *testing.T) {
 // TestBinariesAreStatic checks the binaries need no dynamic loader or
 // libraries, so they run on scratch.
 func TestBinariesAreStatic(t *testing.T) {
-	for _, b := range []string{"restore", "snapshot"} {
+	for _, b := range []string{"restore", "snapshot", "prune"} {
 		f, err := elf.Open(filepath.Join(bin, b))
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/jenkins"
+	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
@@ -44,6 +46,9 @@ func setup(ctx context.Context, name, about string, cfg any, c *Common, args []s
 	log, err := configure(name, about, cfg, c, args, stderr)
 	if err != nil {
 		return log, nil, err
+	}
+	if o, ok := cfg.(interface{ storeOptional() bool }); ok && o.storeOptional() && c.Store == "" {
+		return log, nil, nil
 	}
 	st, err := openStore(ctx, c, log)
 	return log, st, err
@@ -87,13 +92,21 @@ type snapshotConfig struct {
 	Once     bool          `envconfig:"HOMESNAP_ONCE" flag:"once" desc:"take one snapshot and exit (cron, disaster recovery)"`
 	Interval time.Duration `envconfig:"HOMESNAP_INTERVAL" default:"5m" flag:"interval" desc:"time between snapshots when running as a sidecar"`
 	Grace    time.Duration `envconfig:"HOMESNAP_FINAL_TIMEOUT" default:"25s" flag:"final-timeout" desc:"deadline of the final snapshot taken on SIGTERM (keep below the pod's grace period)"`
-	Preset   string        `envconfig:"HOMESNAP_PRESET" default:"jenkins" flag:"preset" desc:"selection preset: jenkins, all or none"`
+	Preset   string        `envconfig:"HOMESNAP_PRESET" default:"jenkins" flag:"preset" desc:"selection preset: jenkins (agents and jobs), controller (the whole state of a controller configured by hand), all or none"`
 	Include  []string      `envconfig:"HOMESNAP_INCLUDE" flag:"include" desc:"glob of extra paths to select, relative to the home (** allowed)"`
 	Exclude  []string      `envconfig:"HOMESNAP_EXCLUDE" flag:"exclude" desc:"glob of paths to leave out"`
 	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
 	Shrink   bool          `envconfig:"HOMESNAP_ALLOW_SHRINK" flag:"allow-shrink" desc:"commit even when over half the files or bytes, or secrets/ or nodes/, vanished since the last snapshot"`
+	// ExcludeMasterKey keeps secrets/master.key out of the store (restore
+	// takes it from --master-key-file).
+	ExcludeMasterKey bool `envconfig:"HOMESNAP_EXCLUDE_MASTER_KEY" flag:"exclude-master-key" desc:"leave secrets/master.key out of the store; keep it in a Secret and give it to restore with --master-key-file"`
+	AcceptKeyChange  bool `envconfig:"HOMESNAP_ACCEPT_KEY_CHANGE" flag:"accept-key-change" desc:"commit even when the home's agent secrets or identity differ from the head snapshot (keys rotated on purpose)"`
+	AgeSnapshot
 	Sidecar
+	Retention
+	ConsolidateMax int  `envconfig:"HOMESNAP_CONSOLIDATE_MAX_ARCHIVES" default:"8" flag:"consolidate-max-archives" desc:"after a snapshot, when the head points into more archives than this (or into one mostly dead), copy the small ones' live files into one (0: never)"`
+	Prune          bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -109,6 +122,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer st.Close()
+	if cfg.ExcludeMasterKey {
+		cfg.Exclude = append(cfg.Exclude, jenkins.MasterKeyPath)
+	}
 	sel, err := selector.New(selector.Spec{Preset: cfg.Preset, Include: cfg.Include, Exclude: cfg.Exclude})
 	if err != nil {
 		return usageError{err}
@@ -117,9 +133,16 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !ok {
 		return usageError{fmt.Errorf("level %q: want fastest, default, better or best", cfg.Level)}
 	}
-	opts := engine.SnapshotOptions{Home: cfg.Home, Store: st, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
-		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink}
+	enc, err := snapshotStore(ctx, &cfg.AgeSnapshot, st, log)
+	if err != nil {
+		return err
+	}
+	opts := engine.SnapshotOptions{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
+		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients}
 	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
+		if err := guardKeys(ctx, cfg.Home, enc.Store, cfg.AcceptKeyChange, log); err != nil {
+			return nil, err
+		}
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
@@ -134,15 +157,32 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Int64("new_entries", res.Totals.New).Int64("new_bytes", res.Totals.NewBytes).Int64("deleted", res.Deleted).
 			Int("archives", len(res.Totals.Archives)).Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
 		fmt.Fprintln(stdout, res.ID)
+		consolidate(ctx, opts, cfg.ConsolidateMax, stdout, log)
+		if cfg.Prune && !cfg.policy().Empty() {
+			runPrune(ctx, opts.Store, &cfg.Retention, false, log) // logged; the snapshot stands either way
+		}
 		return res, nil
 	}
+	l := lease.New(st, lease.Me(), cfg.LeaseTTL, nil)
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)
 		defer cancel()
+		if err := l.Acquire(ctx); err != nil {
+			log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused: ask the running sidecar for one with POST /snapshot or SIGUSR1")
+			return err
+		}
+		defer func() {
+			// Bounded: a store that is gone must not hold the exit up, and
+			// an unreleased lease expires on its own.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			l.Release(rctx)
+		}()
+		opts.Store = l.Fence(opts.Store)
 		_, err := once(ctx, opts)
 		return err
 	}
-	return sidecar(ctx, &cfg, opts, once, log)
+	return sidecar(ctx, &cfg, opts, once, l, log)
 }
 
 // withTimeout bounds an operation when a timeout is set.

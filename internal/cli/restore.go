@@ -24,13 +24,15 @@ type restoreConfig struct {
 	AllowEmpty bool          `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
 	Deadline   time.Duration `envconfig:"HOMESNAP_DEADLINE" default:"10m" flag:"deadline" desc:"give up after this long, naming the store and the step (0: never)"`
 	Target     string        `envconfig:"HOMESNAP_TARGET" flag:"target" desc:"restore into this directory instead of the home (inspection); the home is left alone"`
-	DryRun     bool          `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"print what would be written, removed and fetched, change nothing"`
+	DryRun     bool          `envconfig:"HOMESNAP_RESTORE_DRY_RUN" flag:"dry-run" desc:"print what would be written, removed and fetched, change nothing"`
 	Force      bool          `envconfig:"HOMESNAP_RESTORE_FORCE" flag:"force" desc:"restore over a home that holds data the store does not; what it replaces or removes is kept in .homesnap-displaced-*"`
 	Chown      string        `envconfig:"HOMESNAP_CHOWN" flag:"chown" desc:"UID:GID owning everything restored (as root), instead of the snapshot's owners"`
 	Include    []string      `envconfig:"HOMESNAP_RESTORE_INCLUDE" flag:"include" desc:"restore only paths matching this glob (one job, a folder); others are neither written nor removed"`
 	Exclude    []string      `envconfig:"HOMESNAP_RESTORE_EXCLUDE" flag:"exclude" desc:"leave paths matching this glob alone"`
 	List       bool          `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
-	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"table" flag:"output" desc:"format of --list: table or json"`
+	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
+	AgentConfig
+	AgeIdentity
 
 	at    time.Time
 	owner *engine.Owner
@@ -40,8 +42,10 @@ func (c *restoreConfig) validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
-	if c.Output != "table" && c.Output != "json" {
-		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want table or json", c.Output)}
+	switch c.Output {
+	case "text", "table", "json":
+	default:
+		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want text (or table) or json", c.Output)}
 	}
 	if err := nonNegative("--deadline/HOMESNAP_DEADLINE", c.Deadline, "0 means none"); err != nil {
 		return err
@@ -111,17 +115,43 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", store.Redact(cfg.Store)).Msg(msg)
 		return reported{err}
 	}
-	st, err := store.Open(ctx, cfg.Store)
-	if err != nil {
-		return fail("cannot open the store", err)
+	var st store.Store
+	if !cfg.storeOptional() || cfg.Store != "" {
+		if st, err = store.Open(ctx, cfg.Store); err != nil {
+			return fail("cannot open the store", err)
+		}
 	}
-	defer st.Close()
-	if cfg.List {
+	if cfg.List { // records are never encrypted: listing needs no key
+		defer st.Close()
 		setStep("listing snapshots")
 		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
 			return fail("cannot list snapshots", err)
 		}
 		return nil
+	}
+	snapshot := cfg.Snapshot
+	if snapshot == "head" {
+		snapshot = ""
+	}
+	if st != nil {
+		// An encrypted store is read through age from here on; a missing
+		// or wrong identity fails now, naming the recipients it needs.
+		setStep("reading the store's encryption")
+		dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, snapshot, log)
+		if err != nil {
+			st.Close()
+			return reported{err}
+		}
+		st = dec.Store
+	}
+	if cfg.CheckAgents {
+		return checkAgents(ctx, &cfg, st, stdout, log)
+	}
+	defer st.Close()
+	setStep("checking agent continuity")
+	masterKey, err := prepareAgentCheck(ctx, &cfg, st, log)
+	if err != nil {
+		return reported{err}
 	}
 	home := cfg.Home
 	if cfg.Target != "" {
@@ -132,7 +162,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	opts := engine.HomeOptions{
 		RestoreOptions: engine.RestoreOptions{
-			Home: home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty,
+			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty,
 			Include: cfg.Include, Exclude: cfg.Exclude, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, Log: log,
 		},
 		At: cfg.at, Step: setStep,
@@ -143,6 +173,11 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	res, err := engine.RestoreHome(ctx, opts)
 	if err != nil {
 		return fail("restore failed", err)
+	}
+	if masterKey != nil && !cfg.DryRun {
+		if err := installMasterKey(home, masterKey, log); err != nil {
+			return fail("restore failed", err)
+		}
 	}
 	logOutcome(log, home, st.String(), res)
 	if !cfg.DryRun {

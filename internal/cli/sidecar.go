@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/runner"
 )
@@ -26,18 +27,22 @@ type Sidecar struct {
 	Listen    string        `envconfig:"HOMESNAP_LISTEN" default:":9090" flag:"listen" desc:"address of /healthz, /readyz, /metrics and POST /snapshot (off: none)"`
 	WaitURL   string        `envconfig:"HOMESNAP_FINAL_WAIT_URL" flag:"final-wait-url" desc:"classic sidecars: before the final snapshot, wait until Jenkins stops answering at this URL (e.g. http://127.0.0.1:8080/login)"`
 	WaitQuiet time.Duration `envconfig:"HOMESNAP_FINAL_WAIT_QUIET" flag:"final-wait-quiet" desc:"classic sidecars: before the final snapshot, wait until the selected files have not changed for this long"`
+	LeaseTTL  time.Duration `envconfig:"HOMESNAP_LEASE_TTL" default:"60s" flag:"lease-ttl" desc:"the one-writer lease lasts this long after each renewal (renewed every third of it); another sidecar takes over after it expires"`
 }
 
 // sidecar runs snapshots every interval, on SIGUSR1 and on POST /snapshot,
 // and a final one when ctx ends (SIGTERM), until the final one is taken.
-func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptions, once func(context.Context, engine.SnapshotOptions) (*engine.SnapshotResult, error), log zerolog.Logger) error {
+func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptions, once func(context.Context, engine.SnapshotOptions) (*engine.SnapshotResult, error), l *lease.Lease, log zerolog.Logger) error {
 	m := metrics.New()
-	opts.Store = m.Store(opts.Store)
+	opts.Store = l.Fence(m.Store(opts.Store))
 	r := runner.New(runner.Options{
-		Take:     func(ctx context.Context) (*engine.SnapshotResult, error) { return once(ctx, opts) },
-		Interval: cfg.Interval,
-		Log:      log,
-		Observe:  func(a runner.Attempt) { m.Observe(a.Start, a.End, a.Result, a.Err) },
+		Lease:      l,
+		RenewEvery: cfg.LeaseTTL / 3,
+		OnLease:    m.LeaseHeld,
+		Take:       func(ctx context.Context) (*engine.SnapshotResult, error) { return once(ctx, opts) },
+		Interval:   cfg.Interval,
+		Log:        log,
+		Observe:    func(a runner.Attempt) { m.Observe(a.Start, a.End, a.Result, a.Err) },
 		Final: runner.Final{
 			Timeout: cfg.Grace, WaitURL: cfg.WaitURL, Quiet: cfg.WaitQuiet,
 			LastWrite: runner.LastWrite(opts.Home, opts.Selector),

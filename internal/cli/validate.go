@@ -25,10 +25,19 @@ func (c *snapshotConfig) validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
+	if err := c.Retention.validate(); err != nil {
+		return err
+	}
+	if c.ConsolidateMax < 0 {
+		return usageError{fmt.Errorf("--consolidate-max-archives/HOMESNAP_CONSOLIDATE_MAX_ARCHIVES %d: want 0 (never) or more", c.ConsolidateMax)}
+	}
 	if err := positive("--interval/HOMESNAP_INTERVAL", c.Interval); err != nil {
 		return err
 	}
 	if err := nonNegative("--final-wait-quiet/HOMESNAP_FINAL_WAIT_QUIET", c.WaitQuiet, "0 means no wait"); err != nil {
+		return err
+	}
+	if err := positive("--lease-ttl/HOMESNAP_LEASE_TTL", c.LeaseTTL); err != nil {
 		return err
 	}
 	return positive("--final-timeout/HOMESNAP_FINAL_TIMEOUT", c.Grace)

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Chmod(dir, 0o755)
-	build := exec.Command("go", "build", "-o", dir, "github.com/homesnap/homesnap/cmd/snapshot", "github.com/homesnap/homesnap/cmd/restore")
+	build := exec.Command("go", "build", "-o", dir, "github.com/homesnap/homesnap/cmd/snapshot", "github.com/homesnap/homesnap/cmd/restore", "github.com/homesnap/homesnap/cmd/prune")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)

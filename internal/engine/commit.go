@@ -59,8 +59,14 @@ func (r *restorer) displace(list *[]*action, rel string) error {
 		return nil
 	}
 	if r.disp < 0 {
-		r.dispName = displacedPrefix + r.id + "-" + time.Now().UTC().Format("20060102T150405Z")
-		if err := unix.Mkdirat(r.home, r.dispName, 0o700); err != nil {
+		base := displacedPrefix + r.id + "-" + time.Now().UTC().Format("20060102T150405.000Z")
+		r.dispName = base
+		err := unix.Mkdirat(r.home, r.dispName, 0o700)
+		for i := 2; errors.Is(err, unix.EEXIST) && i < 100; i++ {
+			r.dispName = fmt.Sprintf("%s-%d", base, i)
+			err = unix.Mkdirat(r.home, r.dispName, 0o700)
+		}
+		if err != nil {
 			return fmt.Errorf("create %s: %w (is there space?)", r.abs(r.dispName), err)
 		}
 		fd, err := openDirAt(r.home, r.dispName)
@@ -177,20 +183,43 @@ func (r *restorer) findExtras(ctx context.Context) error {
 func (r *restorer) commit() error {
 	steps := make([]*action, 0, len(r.plan.remove)+len(r.plan.replace)+len(r.plan.tail))
 	steps = append(append(append(steps, r.plan.remove...), r.plan.replace...), r.plan.tail...)
+	if len(steps) == 0 {
+		return nil
+	}
+	j, err := r.openJournal()
+	if err != nil {
+		return fmt.Errorf("%w; nothing was changed in the home", err)
+	}
+	defer j.f.Close()
 	for _, a := range steps {
+		if r.o.hooks.kill != nil && r.o.hooks.kill(a) {
+			return errSimulatedKill
+		}
 		if r.o.hooks.beforeAction != nil {
 			if err := r.o.hooks.beforeAction(a); err != nil {
 				return r.rollback(steps, err)
 			}
 		}
-		if err := r.do(a); err != nil {
+		if err := r.do(a, j); err != nil {
 			return r.rollback(steps, err)
 		}
 	}
 	return nil
 }
 
-func (r *restorer) do(a *action) error {
+// errSimulatedKill is returned when a test's kill hook stops a commit.
+var errSimulatedKill = errors.New("simulated kill")
+
+// do takes one step, journaling it first.
+func (r *restorer) do(a *action, j *journal) error {
+	if a.kind == actMeta {
+		if err := unix.Fstatat(r.home, a.rel, &a.old, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
+		}
+	}
+	if err := j.record(a); err != nil {
+		return err
+	}
 	switch a.kind {
 	case actDisplace:
 		if err := r.rename(r.home, a.rel, r.disp, a.rel); err != nil {
@@ -201,9 +230,6 @@ func (r *restorer) do(a *action) error {
 			return fmt.Errorf("move %s into place: %w", r.abs(a.rel), err)
 		}
 	case actMeta:
-		if err := unix.Fstatat(r.home, a.rel, &a.old, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
-		}
 		a.done = true // a partial change is undone too
 		if err := r.setMeta(r.home, a.rel, a.e, false); err != nil {
 			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)

@@ -149,6 +149,9 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 	if o.Jobs <= 0 {
 		o.Jobs = 8
 	}
+	if _, err := localSelector(o.Selector, o.Include, o.Exclude); err != nil {
+		return nil, err
+	}
 	if o.hooks == nil {
 		o.hooks = &restoreHooks{}
 	}
@@ -180,6 +183,9 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 // restoreHooks let tests fail a commit at a chosen point.
 type restoreHooks struct {
 	beforeAction func(a *action) error
+	// kill simulates the process dying before step a: the commit stops
+	// where it is, with no rollback and no cleanup.
+	kill func(a *action) bool
 	// rename replaces renameat for the commit and its rollback (nil: the
 	// system call), to simulate a volume out of inodes or space.
 	rename func(fromDir int, from string, toDir int, to string) error
@@ -216,7 +222,7 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	}
 	defer r.closeFDs()
 	if !r.o.DryRun {
-		if err := r.cleanLeftovers(); err != nil {
+		if err := recoverLeftovers(r.home, r.o.Home, r.o.Log); err != nil {
 			return err
 		}
 		r.stageDir = stagePrefix + r.id
@@ -258,7 +264,7 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	}
 	if err := r.commit(); err != nil {
 		var rb *rollbackError
-		keep = errors.As(err, &rb)
+		keep = errors.As(err, &rb) || errors.Is(err, errSimulatedKill)
 		return err
 	}
 	if r.o.Force && r.disp >= 0 {
@@ -298,24 +304,6 @@ func (r *restorer) closeFDs() {
 
 func (r *restorer) abs(rel string) string { return filepath.Join(r.o.Home, filepath.FromSlash(rel)) }
 
-// cleanLeftovers removes staging directories of restores that were killed:
-// they hold only data fetched from the store. Displaced paths of a killed
-// restore are never removed; they are reported.
-func (r *restorer) cleanLeftovers() error {
-	old, _ := filepath.Glob(filepath.Join(r.o.Home, stagePrefix+"*"))
-	for _, dir := range old {
-		r.o.Log.Warn().Str("dir", dir).Msg("removing the staging directory of an interrupted restore")
-		if err := removeAll(dir); err != nil {
-			return fmt.Errorf("remove leftover staging directory %s: %w", dir, err)
-		}
-	}
-	disp, _ := filepath.Glob(filepath.Join(r.o.Home, displacedPrefix+"*"))
-	for _, dir := range disp {
-		r.o.Log.Warn().Str("dir", dir).Msg("paths displaced by an earlier restore are kept here; delete the directory once you no longer need them")
-	}
-	return nil
-}
-
 // planReader streams a snapshot's manifest and validates it on the way:
 // paths must be safe (the manifest reader checks them), every path's
 // parent must be a directory of the same snapshot, so no entry can be
@@ -332,16 +320,22 @@ type planReader struct {
 }
 
 func (r *restorer) openPlan(ctx context.Context) (*planReader, error) {
-	m, err := openManifest(ctx, r.o.Store, r.id)
+	return openPlan(ctx, r.o.Store, r.id, r.o.Selector, r.o.Include, r.o.Exclude)
+}
+
+// openPlan opens a snapshot's manifest as a checked stream of the entries
+// that sel (narrowed by include and exclude) lets through.
+func openPlan(ctx context.Context, st store.Store, id string, sel *selector.Selector, include, exclude []string) (*planReader, error) {
+	m, err := openManifest(ctx, st, id)
 	if err != nil {
 		return nil, err
 	}
-	f, err := newEntryFilter(r.o.Selector, r.o.Include, r.o.Exclude, m.Header.Selection)
+	f, err := newEntryFilter(sel, include, exclude, m.Header.Selection)
 	if err != nil {
 		m.Close()
-		return nil, fmt.Errorf("%s: %w", repo.Name(r.o.Store, repo.ManifestKey(r.id)), err)
+		return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
 	}
-	return &planReader{s: r.o.Store, id: r.id, m: m, filter: f}, nil
+	return &planReader{s: st, id: id, m: m, filter: f}, nil
 }
 
 func (p *planReader) Close() { p.m.Close() }

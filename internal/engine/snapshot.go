@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -37,6 +38,15 @@ type SnapshotOptions struct {
 	// unless AllowShrink is set.
 	Vital       []string
 	AllowShrink bool
+	// Recipients are the fingerprints of the age recipients Store encrypts
+	// to (empty: plain), recorded in the head. When they differ from the
+	// parent's, the snapshot is a full one, so that all it references is
+	// encrypted to the same recipients (key rotation, migration).
+	Recipients []string
+
+	// rewrite, set by Consolidate, takes the parent's tree instead of the
+	// home's and copies the files of these archives into the new one.
+	rewrite map[string]bool
 }
 
 // SnapshotResult describes a committed (or skipped) snapshot.
@@ -81,6 +91,8 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	var parent *archive.ManifestReader
 	if head != nil {
 		s.parentID = head.Snapshot
+	}
+	if head != nil && slices.Equal(head.Recipients, o.Recipients) {
 		if parent, err = openManifest(ctx, o.Store, head.Snapshot); err != nil {
 			return nil, err
 		}
@@ -129,7 +141,7 @@ func (s *snapshotter) markHome(id string, at time.Time) {
 // it (an answer lost after the write was applied).
 func (s *snapshotter) moveHead(ctx context.Context, headVersion store.Version, start time.Time) error {
 	st := s.o.Store
-	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC()})
+	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC(), Recipients: s.o.Recipients})
 	_, err := store.CompareAndSwap(ctx, st, repo.HeadKey, data, headVersion)
 	switch {
 	case err == nil:
@@ -249,6 +261,7 @@ type snapshotter struct {
 type item struct {
 	e           *archive.Entry
 	write       bool
+	fromStore   bool // a consolidation copies the bytes from the entry's old archive
 	first, last int
 }
 
@@ -356,8 +369,55 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 	return res, nil
 }
 
+// cutter cuts the items of a snapshot into jobs of about one frame of new
+// bytes each, and hands them to the sequencer (in order) and the workers.
+type cutter struct {
+	ctx         context.Context
+	order, work chan<- *job
+	cur         *job
+	pending     int
+}
+
+func (c *cutter) add(it item) error {
+	e := it.e
+	big := it.write && e.Type == archive.TypeFile && e.Size >= archive.FrameSize
+	if big {
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	c.cur.items = append(c.cur.items, it)
+	if it.write {
+		c.pending += 512 + int(min(e.Size, archive.FrameSize))
+	}
+	if big || c.pending >= archive.FrameSize || len(c.cur.items) >= 8192 {
+		return c.flush()
+	}
+	return nil
+}
+
+func (c *cutter) flush() error {
+	if len(c.cur.items) == 0 {
+		return nil
+	}
+	c.cur.frames = make(chan []byte, 2)
+	select {
+	case c.order <- c.cur:
+	case <-c.ctx.Done():
+		return context.Cause(c.ctx)
+	}
+	select {
+	case c.work <- c.cur:
+	case <-c.ctx.Done():
+		return context.Cause(c.ctx)
+	}
+	c.cur, c.pending = &job{}, 0
+	return nil
+}
+
 // produce merges the walk with the parent manifest and cuts the result into
-// jobs of about one frame of new bytes each.
+// jobs; a consolidation (o.rewrite) takes the parent's entries instead of
+// the walk.
 func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReader, order, work chan<- *job, cnt *counts) error {
 	var old *archive.Entry
 	nextOld := func() error {
@@ -380,25 +440,24 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 	if err := nextOld(); err != nil {
 		return err
 	}
-	cur := &job{}
-	var pending int
-	flush := func() error {
-		if len(cur.items) == 0 {
-			return nil
+	jobs := &cutter{ctx: ctx, order: order, work: work, cur: &job{}}
+	if s.o.rewrite != nil {
+		for ; old != nil; cnt.seen++ {
+			e := old
+			s.census.add(e)
+			it := item{e: e, fromStore: e.HasData() && s.o.rewrite[e.Archive]}
+			if it.fromStore {
+				cnt.changed++
+				it.write = true
+			}
+			if err := jobs.add(it); err != nil {
+				return err
+			}
+			if err := nextOld(); err != nil {
+				return err
+			}
 		}
-		cur.frames = make(chan []byte, 2)
-		select {
-		case order <- cur:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		select {
-		case work <- cur:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		cur, pending = &job{}, 0
-		return nil
+		return jobs.flush()
 	}
 	skipped := func(rel, why string) { s.o.Log.Debug().Str("path", rel).Msg("skipped: " + why) }
 	err := scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, func(e *archive.Entry) error {
@@ -428,20 +487,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 			cnt.changed++
 			it.write = !e.Implied
 		}
-		big := it.write && e.Type == archive.TypeFile && e.Size >= archive.FrameSize
-		if big {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		cur.items = append(cur.items, it)
-		if it.write {
-			pending += 512 + int(min(e.Size, archive.FrameSize))
-		}
-		if big || pending >= archive.FrameSize || len(cur.items) >= 8192 {
-			return flush()
-		}
-		return nil
+		return jobs.add(it)
 	})
 	if err != nil {
 		return err
@@ -452,7 +498,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 			return err
 		}
 	}
-	return flush()
+	return jobs.flush()
 }
 
 // process reads, hashes and compresses one job's new entries.
@@ -472,9 +518,12 @@ func (s *snapshotter) process(ctx context.Context, j *job, fw *archive.FrameWrit
 			continue
 		}
 		var err error
-		if it.e.Type == archive.TypeFile {
+		switch {
+		case it.fromStore:
+			err = s.copyFromStore(ctx, fw, it, buf)
+		case it.e.Type == archive.TypeFile:
 			err = s.writeFile(fw, it, buf)
-		} else {
+		default:
 			err = fw.WriteHeader(it.e)
 			it.first, it.last = fw.Frame(), fw.Frame()
 		}

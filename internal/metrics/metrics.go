@@ -17,6 +17,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -28,7 +29,7 @@ type Metrics struct {
 	duration                  prometheus.Histogram
 	snapshots, failures       *prometheus.CounterVec
 	entries, changed, deleted prometheus.Gauge
-	archives                  prometheus.Gauge
+	archives, leaseHeld       prometheus.Gauge
 	bytesRead, bytesStored    prometheus.Counter
 	storeOps, storeBytes      *prometheus.CounterVec
 	storeErrors               *prometheus.CounterVec
@@ -67,6 +68,7 @@ func New() *Metrics {
 		changed:     gauge("files_changed", "Paths the last snapshot found new or changed."),
 		deleted:     gauge("files_deleted", "Paths of the parent the last snapshot found gone."),
 		archives:    gauge("head_archives", "Archives the newest snapshot references (what a restore reads)."),
+		leaseHeld:   gauge("lease_held", "1 while this process holds the store's one-writer lease."),
 		bytesRead:   counter("home_read_bytes_total", "Bytes of changed files read from the home."),
 		bytesStored: counter("stored_bytes_total", "Compressed archive bytes written to the store."),
 		storeOps:    vec("store_operations_total", "Store operations by kind.", "op"),
@@ -102,11 +104,22 @@ func (m *Metrics) Observe(start, end time.Time, res *engine.SnapshotResult, err 
 	m.lastSuccess.Set(float64(end.Unix()))
 }
 
+// LeaseHeld records whether this process holds the store's lease.
+func (m *Metrics) LeaseHeld(held bool) {
+	v := 0.0
+	if held {
+		v = 1
+	}
+	m.leaseHeld.Set(v)
+}
+
 // Kind names the class of a failure for alerts.
 func Kind(err error) string {
 	switch {
 	case errors.Is(err, engine.ErrShrunk):
 		return "shrink_refused"
+	case errors.Is(err, lease.ErrLost):
+		return "lease_lost"
 	case errors.Is(err, store.ErrPrecondition):
 		return "conflict"
 	case errors.Is(err, context.DeadlineExceeded):

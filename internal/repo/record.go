@@ -117,7 +117,10 @@ func LoadHistory(ctx context.Context, s store.Store) (*History, error) {
 	}
 	var ids []string
 	err = s.List(ctx, "snapshots/", func(o store.Object) error {
-		if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json.zst"); ok && CheckID(id) == nil {
+		// An encrypted store's manifests end in EncryptedSuffix when listed
+		// directly: records stay plain, so listing needs no key.
+		key := strings.TrimSuffix(o.Key, EncryptedSuffix)
+		if id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".json.zst"); ok && CheckID(id) == nil {
 			ids = append(ids, id)
 		}
 		return nil

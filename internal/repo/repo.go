@@ -25,9 +25,15 @@ import (
 //	snapshots/<id>.json.zst    manifests
 //	snapshots/<id>.json        records: a snapshot's summary (see Record)
 //	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
+//
+// In an encrypted store, the objects that carry home content (manifests
+// and archives) are age files stored under their key plus
+// EncryptedSuffix, e.g. archives/<id>.tar.zst.age, so that `age -d` gives
+// back the plain object.
 const (
-	MarkerKey = "homesnap.json"
-	HeadKey   = "head.json"
+	MarkerKey       = "homesnap.json"
+	HeadKey         = "head.json"
+	EncryptedSuffix = ".age"
 )
 
 // FormatVersion is the store layout this homesnap reads and writes; a store
@@ -41,6 +47,16 @@ func ArchiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
 // Keys lists every object a snapshot itself may have written, for cleaning
 // up after a snapshot that was not committed.
 func Keys(id string) []string { return []string{RecordKey(id), ManifestKey(id), ArchiveKey(id)} }
+
+// CarriesContent tells whether key holds home content (paths, sizes,
+// hashes, file bytes) and is therefore encrypted in an encrypted store:
+// manifests and archives. The marker, the head and the records hold only
+// IDs, times, totals and recipient fingerprints, so that listing and
+// pruning work without a key, across key rotations. A new kind of object
+// must be added here if it says anything about the home.
+func CarriesContent(key string) bool {
+	return strings.HasPrefix(key, "archives/") || strings.HasPrefix(key, "snapshots/") && strings.HasSuffix(key, ".json.zst")
+}
 
 // Snapshot IDs sort by creation time and never change: a redeploy does not
 // renumber them.
@@ -60,16 +76,31 @@ func CheckID(id string) error {
 	return nil
 }
 
-// marker identifies a homesnap store and its format.
-type marker struct {
+// Marker identifies a homesnap store and its format, and says whether its
+// snapshots are encrypted: a store never mixes plain and encrypted ones
+// without an explicit migration.
+type Marker struct {
 	Homesnap int `json:"homesnap"`
+	// Encryption is "age" for an encrypted store, empty for a plain one.
+	Encryption string `json:"encryption,omitempty"`
+	// Recipients are the fingerprints of every age recipient any snapshot
+	// of this store was encrypted to, oldest first (never the keys).
+	Recipients []string `json:"recipients,omitempty"`
 }
+
+// EncryptionAge is the Marker's Encryption of an age-encrypted store.
+const EncryptionAge = "age"
 
 // Head is the pointer to the newest snapshot.
 type Head struct {
 	Snapshot string    `json:"snapshot"`
 	Parent   string    `json:"parent,omitempty"`
 	Time     time.Time `json:"time"`
+	// Recipients are the sorted fingerprints of the age recipients the
+	// snapshot is encrypted to; empty for a plain snapshot. A snapshot
+	// whose recipients differ from its parent's is a full one, so that
+	// every object it references is encrypted to the same recipients.
+	Recipients []string `json:"recipients,omitempty"`
 }
 
 // ErrNoSnapshot means the store holds no snapshot yet.
@@ -106,14 +137,8 @@ func LoadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) 
 func CheckMarker(ctx context.Context, s store.Store) error {
 	data, _, err := s.Load(ctx, MarkerKey)
 	if err == nil {
-		var m marker
-		if jerr := json.Unmarshal(data, &m); jerr != nil || m.Homesnap == 0 {
-			return fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; point --store at a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
-		}
-		if m.Homesnap != FormatVersion {
-			return fmt.Errorf("%w: %s says format version %d; this homesnap supports version %d only: use the homesnap release that wrote the store, or point --store at another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
-		}
-		return nil
+		_, err := parseMarker(s, data)
+		return err
 	}
 	if !errors.Is(err, store.ErrNotExist) {
 		return err
@@ -130,14 +155,47 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 	return nil
 }
 
+func parseMarker(s store.Store, data []byte) (*Marker, error) {
+	var m Marker
+	if err := json.Unmarshal(data, &m); err != nil || m.Homesnap == 0 {
+		return nil, fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; point --store at a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
+	}
+	if m.Homesnap != FormatVersion {
+		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports version %d only: use the homesnap release that wrote the store, or point --store at another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
+	}
+	return &m, nil
+}
+
 // EnsureMarker makes the store a homesnap store on the first snapshot.
 func EnsureMarker(ctx context.Context, s store.Store) error {
-	data, _ := json.Marshal(marker{Homesnap: FormatVersion})
-	_, err := store.CompareAndSwap(ctx, s, MarkerKey, data, "")
+	_, err := SaveMarker(ctx, s, &Marker{}, "")
 	if errors.Is(err, store.ErrPrecondition) {
 		return nil // another writer created it first
 	}
 	return err
+}
+
+// LoadMarker reads the marker and its version; nil without error when the
+// store has none.
+func LoadMarker(ctx context.Context, s store.Store) (*Marker, store.Version, error) {
+	data, v, err := s.Load(ctx, MarkerKey)
+	if errors.Is(err, store.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := parseMarker(s, data)
+	return m, v, err
+}
+
+// SaveMarker writes the marker if it is still at version old ("" creates
+// it); it returns an error wrapping store.ErrPrecondition when another
+// writer changed it first.
+func SaveMarker(ctx context.Context, s store.Store, m *Marker, old store.Version) (store.Version, error) {
+	m.Homesnap = FormatVersion
+	data, _ := json.Marshal(m)
+	return store.CompareAndSwap(ctx, s, MarkerKey, data, old)
 }
 
 // excerpt quotes the start of a damaged object for a message.

@@ -41,6 +41,20 @@ type Options struct {
 	Log    zerolog.Logger
 	// Observe, when set, is told about every attempt (metrics).
 	Observe func(Attempt)
+	// Lease, when set, makes this runner the store's one writer: it is
+	// renewed every RenewEvery (default 20s) and before every snapshot, and
+	// released after the final one. While another process holds it, no
+	// snapshot is taken and the runner is not ready.
+	Lease      Lease
+	RenewEvery time.Duration
+	// OnLease, when set, is told whether the lease is held (metrics).
+	OnLease func(held bool)
+}
+
+// Lease is the one-writer lease (internal/lease).
+type Lease interface {
+	Acquire(ctx context.Context) error
+	Release(ctx context.Context) error
 }
 
 // Attempt is one finished snapshot attempt.
@@ -61,6 +75,7 @@ type Runner struct {
 	lastSuccess time.Time // zero until a snapshot (or an unchanged check) succeeds
 	last        Attempt
 	started     time.Time
+	leaseErr    error // why the lease is not held; nil when held or unused
 }
 
 // New returns a Runner; call Run to start it.
@@ -91,6 +106,9 @@ func (r *Runner) Trigger() {
 // snapshot, whose error it returns.
 func (r *Runner) Run(ctx context.Context) error {
 	r.o.Log.Info().Dur("interval", r.o.Interval).Msg("snapshot sidecar started")
+	if r.o.Lease != nil {
+		go r.renew(ctx)
+	}
 	for {
 		r.attempt(ctx, false)
 		select {
@@ -120,12 +138,61 @@ func (r *Runner) final(ctx context.Context) error {
 	r.o.Log.Info().Dur("deadline", deadline).Msg("stopping: waiting for Jenkins to finish, then taking the final snapshot")
 	f.waitForJenkins(fctx, r.o.Clock, r.o.Log)
 	a := r.attempt(fctx, true)
+	if r.o.Lease != nil {
+		if err := r.o.Lease.Release(fctx); err != nil {
+			r.o.Log.Warn().Err(err).Msg("could not release the store's lease; the next writer waits for it to expire")
+		}
+	}
 	return a.Err
 }
 
-// attempt takes one snapshot and records how it went.
+// renew keeps the lease while ctx lives, so a second sidecar keeps waiting
+// between snapshots.
+func (r *Runner) renew(ctx context.Context) {
+	every := r.o.RenewEvery
+	if every <= 0 {
+		every = 20 * time.Second
+	}
+	for {
+		select {
+		case <-r.o.Clock.After(every):
+			r.lease(ctx)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// lease takes or renews the lease, logging changes; it reports whether
+// this runner may write.
+func (r *Runner) lease(ctx context.Context) bool {
+	if r.o.Lease == nil {
+		return true
+	}
+	err := r.o.Lease.Acquire(ctx)
+	r.mu.Lock()
+	was := r.leaseErr
+	r.leaseErr = err
+	r.mu.Unlock()
+	switch {
+	case err == nil && was != nil:
+		r.o.Log.Info().Msg("took the store's lease: this process is the writer now")
+	case err != nil && (was == nil || was.Error() != err.Error()):
+		r.o.Log.Warn().Err(err).Msg("not the store's writer")
+	}
+	if r.o.OnLease != nil {
+		r.o.OnLease(err == nil)
+	}
+	return err == nil
+}
+
+// attempt takes one snapshot, if this runner holds the lease, and records
+// how it went.
 func (r *Runner) attempt(ctx context.Context, final bool) Attempt {
 	a := Attempt{Start: r.o.Clock.Now(), Final: final}
+	if !r.lease(ctx) {
+		return a // not an attempt: Status says who writes
+	}
 	a.Result, a.Err = r.o.Take(ctx)
 	a.End = r.o.Clock.Now()
 	r.mu.Lock()
@@ -156,6 +223,8 @@ func (r *Runner) Status() Status {
 	s := Status{LastSuccess: r.lastSuccess, LastError: r.last.Err, Ready: true}
 	now := r.o.Clock.Now()
 	switch {
+	case r.leaseErr != nil:
+		s.Ready, s.Reason = false, r.leaseErr.Error()
 	case r.last.Err != nil:
 		s.Ready, s.Reason = false, "the last snapshot failed: "+r.last.Err.Error()
 	case r.lastSuccess.IsZero():

@@ -13,6 +13,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/homesnap/homesnap/internal/jenkins"
 )
 
 // Spec is the serialisable description of a selection; snapshots record it
@@ -23,22 +25,15 @@ type Spec struct {
 	Exclude []string `json:"exclude,omitempty"`
 }
 
-// Presets maps a preset name to its include and exclude patterns.
+// Presets maps a preset name to its include and exclude patterns. The
+// Jenkins lists live with the rest of homesnap's Jenkins knowledge.
 var Presets = map[string]Spec{
-	// jenkins is what an agent needs to reconnect and what a job needs to
-	// keep its history: node definitions, the secrets that derive agent
-	// secrets and the instance identity, and job configs and builds. Build
-	// workspaces and Jenkins' in-flight temp files are left out.
-	"jenkins": {
-		Include: []string{
-			"nodes", "secrets", "jobs",
-			"identity.key.enc", "secret.key", "secret.key.not-so-secret",
-		},
-		Exclude: []string{
-			"jobs/**/workspace", "jobs/**/workspace@*",
-			"**/*-atomic*tmp",
-		},
-	},
+	// jenkins: what agents need to reconnect and jobs need to keep their
+	// history (controllers configured as code).
+	"jenkins": {Include: jenkins.AgentsPreset.Include, Exclude: jenkins.AgentsPreset.Exclude},
+	// controller: the whole state of a controller configured by hand,
+	// without what Jenkins rebuilds (plugins, war, caches, logs, ...).
+	"controller": {Include: jenkins.ControllerPreset.Include, Exclude: jenkins.ControllerPreset.Exclude},
 	// all selects the whole home (still honouring --exclude).
 	"all": {Include: []string{"**"}},
 	// none selects nothing by itself: only --include patterns.
@@ -63,7 +58,7 @@ func New(spec Spec) (*Selector, error) {
 	}
 	preset, ok := Presets[spec.Preset]
 	if !ok {
-		return nil, fmt.Errorf("unknown selection preset %q (known: jenkins, all, none)", spec.Preset)
+		return nil, fmt.Errorf("unknown selection preset %q (known: jenkins, controller, all, none)", spec.Preset)
 	}
 	s := &Selector{spec: spec}
 	var err error

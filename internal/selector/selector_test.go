@@ -119,3 +119,40 @@ func TestIntersectSelectsWhatEverySelectorSelects(t *testing.T) {
 		t.Error("Enter wrong for an intersection")
 	}
 }
+
+func TestControllerPreset(t *testing.T) {
+	s, err := New(Spec{Preset: "controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]bool{
+		"config.xml":                      true,
+		"credentials.xml":                 true,
+		"queue.xml":                       true,
+		"users/admin_1/config.xml":        true,
+		"hudson.plugins.git.GitTool.xml":  true,
+		"fingerprints/ab/cd/x.xml":        true,
+		"userContent/readme.txt":          true,
+		"nodes/a/config.xml":              true,
+		"secrets/master.key":              true,
+		"identity.key.enc":                true,
+		"jobs/a/builds/1/log":             true,
+		"plugins/git.jpi":                 false,
+		"plugins/git/WEB-INF/lib/git.jar": false,
+		"war/index.html":                  false,
+		"caches/git-abc/objects/1":        false,
+		"logs/tasks/x.log":                false,
+		"jenkins.log":                     false,
+		"workspace/a/x":                   false,
+		"jobs/a/workspace/x":              false,
+		"jobs/a/workspace@tmp":            false,
+		"updates/default.json":            false,
+		"tools/maven/bin/mvn":             false,
+		"jobs/a/config.xml-atomic123tmp":  false,
+	}
+	for p, want := range cases {
+		if got := s.Selected(p); got != want {
+			t.Errorf("Selected(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

@@ -1,0 +1,417 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/jenkins"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// AgentConfig holds restore's settings for the agent-continuity check and
+// for a master.key kept out of the store.
+type AgentConfig struct {
+	CheckAgents            bool   `envconfig:"HOMESNAP_CHECK_AGENTS" flag:"check-agents" desc:"report whether agents will reconnect, then exit: the home (--home), or a snapshot in the store (--snapshot ID or head) without restoring it; exit status 1 when continuity breaks"`
+	Compare                string `envconfig:"HOMESNAP_COMPARE" flag:"compare" desc:"with --check-agents: the state agents know now (home, head or a snapshot ID), compared node by node with the checked one"`
+	ShowSecrets            bool   `envconfig:"HOMESNAP_SHOW_SECRETS" flag:"show-secrets" desc:"--check-agents prints every inbound agent's full JENKINS_SECRET (a credential; otherwise a fingerprint)"`
+	RequireAgentContinuity bool   `envconfig:"HOMESNAP_REQUIRE_AGENT_CONTINUITY" flag:"require-agent-continuity" desc:"fail the restore, before anything is moved into place, when Jenkins would regenerate keys or an agent could not get back in"`
+	MasterKeyFile          string `envconfig:"HOMESNAP_MASTER_KEY_FILE" flag:"master-key-file" desc:"secrets/master.key kept out of the store (a mounted Secret): it must unwrap the snapshot's keys, and is installed into the home after the restore"`
+}
+
+// storeOptional: checking a home needs no store.
+func (c *restoreConfig) storeOptional() bool {
+	return c.CheckAgents && c.Snapshot == "" && (c.Compare == "" || c.Compare == "home")
+}
+
+// errContinuity is returned once the report has said why (exit status 1).
+var errContinuity = errors.New("agent continuity would break")
+
+// agentReport is the JSON form of --check-agents.
+type agentReport struct {
+	Checked    string              `json:"checked"` // "home PATH" or "snapshot ID"
+	State      *jenkins.State      `json:"state"`
+	Before     string              `json:"compared_with,omitempty"`
+	Comparison *jenkins.Comparison `json:"comparison,omitempty"`
+	Continuity bool                `json:"continuity"`
+}
+
+// checkAgents is restore --check-agents.
+func checkAgents(ctx context.Context, cfg *restoreConfig, st store.Store, stdout io.Writer, log zerolog.Logger) error {
+	if st != nil {
+		defer st.Close()
+	}
+	opts, err := agentOptions(cfg)
+	if err != nil {
+		return err
+	}
+	subject := "home"
+	if cfg.Snapshot != "" {
+		subject = cfg.Snapshot
+	}
+	rep := &agentReport{}
+	if rep.State, rep.Checked, err = loadState(ctx, cfg, st, subject, opts); err != nil {
+		log.Error().Err(err).Msg("cannot check agent continuity")
+		return err
+	}
+	rep.Continuity = !rep.State.Breaks()
+	if cfg.Compare != "" {
+		var before *jenkins.State
+		if before, rep.Before, err = loadState(ctx, cfg, st, cfg.Compare, opts); err != nil {
+			log.Error().Err(err).Msg("cannot check agent continuity")
+			return err
+		}
+		rep.Comparison = jenkins.Compare(before, rep.State)
+		rep.Continuity = rep.Continuity && !rep.Comparison.Breaks
+	}
+	if cfg.ShowSecrets {
+		rep.State.RevealSecrets()
+	}
+	if cfg.Output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "checked:     %s\n", rep.Checked)
+		rep.State.WriteText(stdout)
+		if rep.Comparison != nil {
+			fmt.Fprintf(stdout, "\ncompared with %s (the state agents know now):\n", rep.Before)
+			rep.Comparison.WriteText(stdout)
+		}
+	}
+	if !rep.Continuity {
+		return errContinuity
+	}
+	return nil
+}
+
+// loadState inspects "home", "head" or a snapshot ID.
+func loadState(ctx context.Context, cfg *restoreConfig, st store.Store, ref string, opts jenkins.Options) (*jenkins.State, string, error) {
+	if ref == "home" {
+		if cfg.Home == "" {
+			return nil, "", usageError{errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME")}
+		}
+		s, err := jenkins.Inspect(os.DirFS(cfg.Home), opts)
+		if err != nil {
+			return nil, "", fmt.Errorf("home %s: %w", cfg.Home, err)
+		}
+		return s, "home " + cfg.Home, nil
+	}
+	if st == nil {
+		return nil, "", usageError{fmt.Errorf("checking snapshot %q needs --store", ref)}
+	}
+	id := ref
+	if ref == "head" {
+		id = ""
+	}
+	sfs, err := engine.OpenSnapshotFS(ctx, st, id, jenkins.Needed)
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := jenkins.Inspect(sfs, opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("snapshot %s: %w", sfs.ID(), err)
+	}
+	return s, "snapshot " + sfs.ID(), nil
+}
+
+// agentOptions reads the master key file, if one is set.
+func agentOptions(cfg *restoreConfig) (jenkins.Options, error) {
+	if cfg.MasterKeyFile == "" {
+		return jenkins.Options{}, nil
+	}
+	key, err := readMasterKeyFile(cfg.MasterKeyFile)
+	return jenkins.Options{MasterKey: key}, err
+}
+
+// readMasterKeyFile reads a mounted master.key. Its contents never appear
+// in a message.
+func readMasterKeyFile(p string) ([]byte, error) {
+	key, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("master key file: %w (mount the Secret holding secrets/master.key there, or unset --master-key-file)", err)
+	}
+	if len(bytes.TrimSpace(key)) == 0 {
+		return nil, fmt.Errorf("master key file %s is empty: it must hold the contents of the controller's secrets/master.key", p)
+	}
+	return key, nil
+}
+
+// agentCheck is the check a restore runs on the home as it will be, before
+// anything is moved into place: a log line per problem and a summary line.
+// current is the home as it is now when it already holds keys (a
+// persistent volume): then every node and the identity are compared with
+// it. The check fails when a supplied master key does not unwrap the keys
+// (Jenkins would silently regenerate them all), and when require is set
+// and continuity would break.
+func agentCheck(c agentCheckOptions, log zerolog.Logger) func(ctx context.Context, staged fs.FS) error {
+	masterKey, require, current := c.masterKey, c.require, c.current
+	return func(ctx context.Context, staged fs.FS) error {
+		key := masterKey
+		if key == nil {
+			key = c.homeKey
+		}
+		s, err := jenkins.Inspect(staged, jenkins.Options{MasterKey: key})
+		if err != nil {
+			return fmt.Errorf("agent check: %w", err)
+		}
+		for _, p := range s.Problems {
+			ev := log.Info()
+			if p.Breaks {
+				ev = log.Warn()
+			}
+			ev.Str("path", p.Path).Bool("breaks_continuity", p.Breaks).Msg(p.Message)
+		}
+		breaks, summary := s.Breaks(), s.Summary()
+		if current != nil {
+			c := jenkins.Compare(current, s)
+			logComparison(log, c, "compared with the home as it is now")
+			breaks = breaks || c.Breaks
+			if c.Breaks {
+				summary = c.Summary() + " (compared with the home as it is now); " + summary
+			}
+		}
+		if breaks {
+			log.Warn().Int("nodes", len(s.Nodes)).Msg(summary)
+		} else {
+			log.Info().Int("nodes", len(s.Nodes)).Msg(summary)
+		}
+		if masterKey != nil {
+			for _, k := range s.Keys {
+				if !k.OK {
+					return fmt.Errorf("the master key file does not unwrap %s (%s): it is not the master.key of this home; Jenkins would start, silently regenerate its keys and break every agent and credential", k.Path, k.Error)
+				}
+			}
+		}
+		if require && breaks {
+			return fmt.Errorf("%w (--require-agent-continuity): %s", errContinuity, summary)
+		}
+		return nil
+	}
+}
+
+type agentCheckOptions struct {
+	masterKey []byte         // from --master-key-file: it must unwrap every key
+	homeKey   []byte         // the home's own, for a snapshot without master.key
+	require   bool           // --require-agent-continuity
+	current   *jenkins.State // the home before the restore, when it has keys
+}
+
+// logComparison logs every node that will not get back in as before, and
+// the identity when it changes.
+func logComparison(log zerolog.Logger, c *jenkins.Comparison, what string) {
+	for _, n := range c.Nodes {
+		if n.Breaks {
+			log.Warn().Str("node", n.Name).Str("kind", string(n.Kind)).Str("verdict", string(n.Verdict)).
+				Str("before", n.Before).Str("after", n.After).Msg(n.Message + " (" + what + ")")
+		}
+	}
+	if c.Identity == "changes" {
+		log.Warn().Str("before", c.IdentityBefore).Str("after", c.IdentityAfter).
+			Msg("the controller's instance identity changes: agents that pin it refuse the controller (" + what + ")")
+	}
+}
+
+// currentHome inspects the home before a restore when it already holds
+// keys, so that the restore can say what changes for its agents.
+func currentHome(home string) *jenkins.State {
+	if _, err := os.Stat(filepath.Join(home, filepath.FromSlash(jenkins.MasterKeyPath))); err != nil {
+		return nil
+	}
+	s, err := jenkins.Inspect(os.DirFS(home), jenkins.Options{})
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// checkBeforeRestore runs agentCheck on the snapshot to be restored, read
+// from the store, before the restore starts. It stands in for the engine's
+// hook on the staged tree; a snapshot that leaves master.key out is
+// checked with the supplied key, or else the home's own.
+func checkBeforeRestore(ctx context.Context, cfg *restoreConfig, st store.Store, masterKey []byte, log zerolog.Logger) error {
+	sfs, err := engine.OpenSnapshotFS(ctx, st, cfg.Snapshot, jenkins.Needed)
+	if err != nil {
+		return err
+	}
+	o := agentCheckOptions{masterKey: masterKey, require: cfg.RequireAgentContinuity, current: currentHome(cfg.Home)}
+	if masterKey == nil && !ownsMasterKey(sfs) {
+		// The restore leaves the home's master.key where it is.
+		o.homeKey, _ = os.ReadFile(filepath.Join(cfg.Home, filepath.FromSlash(jenkins.MasterKeyPath)))
+	}
+	return agentCheck(o, log.With().Str("snapshot", sfs.ID()).Logger())(ctx, sfs)
+}
+
+// ownsMasterKey reports whether a snapshot's selection covers master.key
+// (a restore then makes the home's equal to the snapshot's, even absent).
+func ownsMasterKey(sfs *engine.SnapshotFS) bool {
+	sel, err := selector.New(sfs.Header.Selection)
+	return err != nil || sel.Selected(jenkins.MasterKeyPath)
+}
+
+// installMasterKey puts the supplied master key at secrets/master.key (mode
+// 0600, owned like secrets/ when running as root). A different key already
+// there is moved aside, never deleted.
+func installMasterKey(home string, key []byte, log zerolog.Logger) error {
+	dir := filepath.Join(home, jenkins.SecretsDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("install master key: %w", err)
+	}
+	dst := filepath.Join(home, filepath.FromSlash(jenkins.MasterKeyPath))
+	old, err := os.ReadFile(dst)
+	if err == nil && bytes.Equal(old, key) {
+		return nil
+	}
+	tmp := filepath.Join(dir, ".master.key.homesnap-tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("install master key: %w", err)
+	}
+	_, err = f.Write(key)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && os.Geteuid() == 0 {
+		if fi, serr := os.Stat(dir); serr == nil {
+			if uid, gid, ok := fileOwner(fi); ok {
+				err = os.Lchown(tmp, uid, gid)
+			}
+		}
+	}
+	if err == nil && old != nil {
+		aside := dst + ".homesnap-replaced-" + time.Now().UTC().Format("20060102T150405Z")
+		if err = os.Rename(dst, aside); err == nil {
+			log.Warn().Str("moved_to", aside).Msg("secrets/master.key differed from the master key file; the old one was moved aside")
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("install master key into %s: %w", dst, err)
+	}
+	log.Info().Str("path", dst).Msg("master key installed from the master key file")
+	return nil
+}
+
+func fileOwner(fi fs.FileInfo) (uid, gid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
+}
+
+// prepareAgentCheck reads the master key file and checks the snapshot about
+// to be restored (see checkBeforeRestore). It returns the key to install
+// once the restore has committed.
+func prepareAgentCheck(ctx context.Context, cfg *restoreConfig, st store.Store, log zerolog.Logger) ([]byte, error) {
+	opts, err := agentOptions(cfg)
+	if err != nil {
+		log.Error().Err(err).Msg("restore refused")
+		return nil, err
+	}
+	err = checkBeforeRestore(ctx, cfg, st, opts.MasterKey, log)
+	if errors.Is(err, repo.ErrNoSnapshot) {
+		// First boot: nothing to restore, but a supplied key must still
+		// fit whatever keys the home already has.
+		err = nil
+		if opts.MasterKey != nil {
+			if _, serr := os.Stat(cfg.Home); serr == nil {
+				err = agentCheck(agentCheckOptions{masterKey: opts.MasterKey, require: cfg.RequireAgentContinuity}, log)(ctx, os.DirFS(cfg.Home))
+			}
+		}
+	}
+	if errors.Is(err, archive.ErrCorrupt) && !cfg.RequireAgentContinuity && opts.MasterKey == nil {
+		// The restore checks every byte it applies and refuses a damaged
+		// snapshot with the precise cause; the advisory check steps aside.
+		log.Warn().Err(err).Msg("cannot check agent continuity: the snapshot is damaged")
+		err = nil
+	}
+	if err != nil {
+		log.Error().Err(err).Str("home", cfg.Home).Msg("restore refused before anything was changed in the home")
+		return nil, err
+	}
+	return opts.MasterKey, nil
+}
+
+// guardKeys runs before every snapshot: it compares the home with the head
+// snapshot, and refuses to replace the head when the home's keys were
+// regenerated (a controller that started without its restore), so a good
+// head is never replaced silently. Nodes added or removed are normal
+// administration and pass. accept commits anyway, still loudly.
+func guardKeys(ctx context.Context, home string, st store.Store, accept bool, log zerolog.Logger) error {
+	if home == "" {
+		return nil // the snapshot says what is missing
+	}
+	err := compareWithHead(ctx, home, st, accept, log)
+	if err != nil && !errors.Is(err, errContinuity) {
+		log.Error().Err(err).Str("home", home).Str("store", st.String()).Msg("agent check before the snapshot failed")
+	}
+	return err
+}
+
+func compareWithHead(ctx context.Context, home string, st store.Store, accept bool, log zerolog.Logger) error {
+	now, err := jenkins.Inspect(os.DirFS(home), jenkins.Options{})
+	if err != nil {
+		return fmt.Errorf("agent check of %s: %w", home, err)
+	}
+	sfs, err := engine.OpenSnapshotFS(ctx, st, "", jenkins.Needed)
+	if errors.Is(err, repo.ErrNoSnapshot) {
+		for _, p := range now.Problems {
+			if p.Breaks {
+				log.Warn().Str("path", p.Path).Msg(p.Message)
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var opts jenkins.Options
+	if !ownsMasterKey(sfs) {
+		opts.MasterKey, _ = os.ReadFile(filepath.Join(home, filepath.FromSlash(jenkins.MasterKeyPath)))
+	}
+	head, err := jenkins.Inspect(sfs, opts)
+	if err != nil {
+		return fmt.Errorf("agent check of snapshot %s: %w", sfs.ID(), err)
+	}
+	c := jenkins.Compare(head, now)
+	if !c.KeysChanged && !(now.Breaks() && !head.Breaks()) {
+		return nil
+	}
+	what := "compared with head snapshot " + sfs.ID()
+	for _, p := range now.Problems {
+		if p.Breaks {
+			log.Error().Str("path", p.Path).Msg(p.Message)
+		}
+	}
+	logComparison(log, c, what)
+	if accept {
+		log.Error().Str("head", sfs.ID()).Msg("the home's keys changed since the head snapshot; committing anyway (--accept-key-change)")
+		return nil
+	}
+	err = fmt.Errorf("%w: the home's keys changed since the head snapshot %s (%s); the head is kept: restore it before Jenkins starts, or pass --accept-key-change if the keys were rotated on purpose", errContinuity, sfs.ID(), c.Summary())
+	log.Error().Err(err).Msg("snapshot refused")
+	return err
+}

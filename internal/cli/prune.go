@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/prune"
+	"github.com/homesnap/homesnap/internal/retention"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// Retention is the policy both the sidecar and the prune command apply.
+type Retention struct {
+	KeepLast    int           `envconfig:"HOMESNAP_KEEP_LAST" flag:"keep-last" desc:"keep the newest N snapshots"`
+	KeepHourly  int           `envconfig:"HOMESNAP_KEEP_HOURLY" flag:"keep-hourly" desc:"keep the newest snapshot of each of the last N hours that have one"`
+	KeepDaily   int           `envconfig:"HOMESNAP_KEEP_DAILY" flag:"keep-daily" desc:"keep the newest snapshot of each of the last N days (UTC)"`
+	KeepWeekly  int           `envconfig:"HOMESNAP_KEEP_WEEKLY" flag:"keep-weekly" desc:"keep the newest snapshot of each of the last N ISO weeks"`
+	KeepMonthly int           `envconfig:"HOMESNAP_KEEP_MONTHLY" flag:"keep-monthly" desc:"keep the newest snapshot of each of the last N months"`
+	PruneDelay  time.Duration `envconfig:"HOMESNAP_PRUNE_DELAY" default:"6h" flag:"prune-delay" desc:"collect objects of snapshots that were never committed once older than this"`
+}
+
+func (r *Retention) policy() retention.Policy {
+	return retention.Policy{Last: r.KeepLast, Hourly: r.KeepHourly, Daily: r.KeepDaily, Weekly: r.KeepWeekly, Monthly: r.KeepMonthly}
+}
+
+func (r *Retention) validate() error {
+	if err := r.policy().Validate(); err != nil {
+		return usageError{err}
+	}
+	return positive("--prune-delay/HOMESNAP_PRUNE_DELAY", r.PruneDelay)
+}
+
+// runPrune prunes and logs a summary line.
+func runPrune(ctx context.Context, st store.Store, r *Retention, dryRun bool, log zerolog.Logger) (*prune.Plan, error) {
+	p, err := prune.Run(ctx, prune.Options{Store: st, Policy: r.policy(), Delay: r.PruneDelay, DryRun: dryRun, Log: log})
+	if err != nil {
+		log.Error().Err(err).Str("store", st.String()).Msg("prune failed")
+		return nil, err
+	}
+	log.Info().Str("policy", p.Policy.String()).Int("kept", p.Kept()).Int("dropped", len(p.Decisions)-p.Kept()).
+		Int("objects_deleted", len(p.Delete)).Int64("bytes_freed", p.Freed()).Bool("dry_run", dryRun).Msg("prune done")
+	return p, nil
+}
+
+type pruneConfig struct {
+	Common
+	Retention
+	AgeIdentity      // an encrypted store's records are read through age
+	DryRun      bool `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
+}
+
+func (c *pruneConfig) validate() error {
+	if err := c.Common.validate(); err != nil {
+		return err
+	}
+	return c.Retention.validate()
+}
+
+const pruneAbout = `Applies a retention policy to a store: deletes the snapshots the policy
+drops, the archives no kept snapshot points into, and the objects of
+snapshots that were never committed once older than --prune-delay. The head
+and everything a kept snapshot needs are never deleted. Without any --keep-*
+flag every snapshot is kept and only uncommitted leftovers are collected.`
+
+// Prune is the prune command.
+func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg pruneConfig
+	log, st, err := setup(ctx, "prune", pruneAbout, &cfg, &cfg.Common, args, stderr)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, cancel := withTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	// Records are never encrypted and prune deletes the keys it lists, so
+	// an encrypted store needs no key here.
+	p, err := runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, d := range p.Decisions {
+		verdict := "drop"
+		if d.Keep {
+			verdict = "keep"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", verdict, d.ID, d.Time.UTC().Format(time.RFC3339), d.Reasons)
+	}
+	tw.Flush()
+	verb := "deleted"
+	if cfg.DryRun {
+		verb = "would delete"
+	}
+	for _, d := range p.Delete {
+		fmt.Fprintf(stdout, "%s %s (%d bytes): %s\n", verb, d.Key, d.Size, d.Why)
+	}
+	fmt.Fprintf(stdout, "%s: kept %d of %d snapshots; %s %d objects, %d bytes\n", p.Policy, p.Kept(), len(p.Decisions), verb, len(p.Delete), p.Freed())
+	return nil
+}
+
+// consolidate takes a consolidating snapshot when the head is due one; a
+// failure is logged and leaves the head as it was.
+func consolidate(ctx context.Context, opts engine.SnapshotOptions, maxArchives int, stdout io.Writer, log zerolog.Logger) {
+	res, err := engine.Consolidate(ctx, opts, engine.ConsolidatePolicy{MaxArchives: maxArchives})
+	switch {
+	case err != nil:
+		log.Error().Err(err).Msg("consolidation failed; the head is unchanged")
+	case !res.Unchanged:
+		log.Info().Str("snapshot", res.ID).Str("parent", res.Parent).Int("archives", len(res.Totals.Archives)).
+			Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("consolidated: the head points into fewer archives")
+		fmt.Fprintln(stdout, res.ID)
+	}
+}

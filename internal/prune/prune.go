@@ -1,0 +1,252 @@
+// Package prune removes what a retention policy no longer keeps: the
+// snapshots it drops, the archives no kept snapshot points into, and the
+// objects of snapshots that were never committed (a lost race, a crash)
+// once they are older than a safety delay, so that an upload still in
+// flight is never collected. The plan is a pure function of what the store
+// lists; Run executes it.
+package prune
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/retention"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// DefaultDelay is how old an uncommitted snapshot's objects must be before
+// they are collected: far longer than any snapshot takes to upload.
+const DefaultDelay = 6 * time.Hour
+
+// Deletion is one object the plan removes, and why.
+type Deletion struct {
+	Key  string
+	Size int64
+	Why  string
+}
+
+// Reparent rewrites a kept snapshot's record so the history from the head
+// still reaches every kept snapshot once the ones between are gone.
+type Reparent struct {
+	Record *repo.Record // with the new Parent
+	Old    string
+}
+
+// Plan is what a prune does.
+type Plan struct {
+	Policy    retention.Policy
+	Decisions []retention.Decision // the committed history, newest first
+	Reparent  []Reparent
+	Delete    []Deletion
+}
+
+// Freed is the number of bytes the plan deletes.
+func (p *Plan) Freed() (n int64) {
+	for _, d := range p.Delete {
+		n += d.Size
+	}
+	return n
+}
+
+// Kept counts the snapshots the plan keeps.
+func (p *Plan) Kept() (n int) {
+	for _, d := range p.Decisions {
+		if d.Keep {
+			n++
+		}
+	}
+	return n
+}
+
+// Inputs is everything a plan is computed from.
+type Inputs struct {
+	History *repo.History
+	Objects []store.Object // every object under snapshots/ and archives/
+	Policy  retention.Policy
+	Now     time.Time
+	Delay   time.Duration
+}
+
+// MakePlan decides what to delete. Kept snapshots keep every archive their
+// records name; a snapshot whose record does not name its archives (taken
+// before records existed) keeps every archive, to be safe.
+func MakePlan(in Inputs) *Plan {
+	h := in.History
+	p := &Plan{Policy: in.Policy}
+	var snaps []retention.Snapshot
+	for _, r := range h.Snapshots {
+		snaps = append(snaps, retention.Snapshot{ID: r.ID, Time: r.Time})
+	}
+	p.Decisions = retention.Apply(snaps, h.Head, in.Policy)
+	kept, dropped := map[string]bool{}, map[string]bool{}
+	for _, d := range p.Decisions {
+		if d.Keep {
+			kept[d.ID] = true
+		} else {
+			dropped[d.ID] = true
+		}
+	}
+	referenced, keepAllArchives := map[string]bool{}, false
+	for _, r := range h.Snapshots {
+		if !kept[r.ID] {
+			continue
+		}
+		if r.Partial {
+			keepAllArchives = true
+		}
+		for _, a := range r.Archives {
+			referenced[a] = true
+		}
+	}
+	// Reparent: walk the history oldest first, linking each kept snapshot
+	// to the newest kept one before it.
+	prev := ""
+	for _, r := range h.Oldest() {
+		if !kept[r.ID] {
+			continue
+		}
+		if r.Parent != prev {
+			nr := *r
+			nr.Parent = prev
+			p.Reparent = append(p.Reparent, Reparent{Record: &nr, Old: r.Parent})
+		}
+		prev = r.ID
+	}
+	unreferenced := map[string]bool{}
+	for _, id := range h.Unreferenced {
+		unreferenced[id] = true
+	}
+	for _, o := range in.Objects {
+		id, kind := objectID(o.Key)
+		if id == "" || kept[id] {
+			continue
+		}
+		old := in.Now.Sub(o.Modified) >= in.Delay && in.Now.Sub(idTime(id)) >= in.Delay
+		why := ""
+		switch {
+		case kind == "archive" && (referenced[id] || keepAllArchives):
+			continue // a kept snapshot points into it
+		case dropped[id]:
+			why = "snapshot dropped by the policy (" + in.Policy.String() + ")"
+			if kind == "archive" {
+				why = "archive of a dropped snapshot that no kept snapshot points into"
+			}
+		case unreferenced[id] && old:
+			why = fmt.Sprintf("never committed (a lost race or a crash) and older than %v", in.Delay)
+		case !unreferenced[id] && h.Find(id) == nil && old:
+			// An archive or record without a manifest: a crash mid-upload.
+			why = fmt.Sprintf("left by an unfinished snapshot, older than %v", in.Delay)
+		default:
+			continue // committed, or maybe still being written
+		}
+		p.Delete = append(p.Delete, Deletion{Key: o.Key, Size: o.Size, Why: why})
+	}
+	slices.SortFunc(p.Delete, func(a, b Deletion) int { return strings.Compare(a.Key, b.Key) })
+	return p
+}
+
+// objectID returns the snapshot ID an object belongs to and whether it is
+// an archive or part of a snapshot (record, manifest).
+func objectID(key string) (id, kind string) {
+	dir, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return "", ""
+	}
+	id, _, _ = strings.Cut(name, ".")
+	// IDs hold one dot (milliseconds): put it back.
+	if rest, ok := strings.CutPrefix(name, id+"."); ok {
+		ms, _, _ := strings.Cut(rest, ".")
+		id += "." + ms
+	}
+	if repo.CheckID(id) != nil {
+		return "", ""
+	}
+	switch dir {
+	case "archives":
+		return id, "archive"
+	case "snapshots":
+		return id, "snapshot"
+	}
+	return "", ""
+}
+
+// idTime is when a snapshot ID was made.
+func idTime(id string) time.Time {
+	t, err := time.Parse("20060102T150405.000Z", id[:len("20060102T150405.000Z")])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// Options configure Run.
+type Options struct {
+	Store  store.Store
+	Policy retention.Policy
+	Delay  time.Duration // 0 means DefaultDelay
+	DryRun bool
+	Now    func() time.Time // nil: time.Now
+	Log    zerolog.Logger
+}
+
+// Run plans a prune and, unless DryRun, carries it out: records are
+// rewritten first, so that a prune killed half-way leaves a history that
+// still reaches every kept snapshot, and what it did not delete yet is
+// collected by the next run.
+func Run(ctx context.Context, o Options) (*Plan, error) {
+	if err := o.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Delay <= 0 {
+		o.Delay = DefaultDelay
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if err := repo.CheckMarker(ctx, o.Store); err != nil {
+		return nil, err
+	}
+	h, err := repo.LoadHistory(ctx, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	in := Inputs{History: h, Policy: o.Policy, Now: o.Now(), Delay: o.Delay}
+	for _, prefix := range []string{"snapshots/", "archives/"} {
+		if err := o.Store.List(ctx, prefix, func(obj store.Object) error {
+			in.Objects = append(in.Objects, obj)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	p := MakePlan(in)
+	for _, d := range p.Delete {
+		o.Log.Info().Str("key", d.Key).Int64("bytes", d.Size).Str("why", d.Why).Bool("dry_run", o.DryRun).Msg("prune: delete")
+	}
+	if o.DryRun || h.Head == "" {
+		return p, nil
+	}
+	for _, rp := range p.Reparent {
+		if err := repo.WriteRecord(ctx, o.Store, rp.Record); err != nil {
+			return p, err
+		}
+	}
+	keys := make([]string, len(p.Delete))
+	for i, d := range p.Delete {
+		keys[i] = d.Key
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 1000) // the S3 batch limit
+		if err := o.Store.Delete(ctx, keys[:n]...); err != nil {
+			return p, fmt.Errorf("prune: %w", err)
+		}
+		keys = keys[n:]
+	}
+	return p, nil
+}

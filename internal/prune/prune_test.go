@@ -1,0 +1,205 @@
+package prune
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/retention"
+	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/file"
+	"github.com/homesnap/homesnap/internal/testhome"
+)
+
+const (
+	idA = "20261201T100000.000Z-aaaaaa"
+	idB = "20261201T110000.000Z-bbbbbb"
+	idC = "20261201T120000.000Z-cccccc"
+	idX = "20261201T113000.000Z-dddddd" // lost a race against C
+)
+
+func rec(id, parent string, archives ...string) *repo.Record {
+	t, _ := time.Parse("20060102T150405.000Z", id[:20])
+	return &repo.Record{ID: id, Parent: parent, Time: t, Archives: archives}
+}
+
+func objs(at time.Time, keys ...string) []store.Object {
+	var out []store.Object
+	for _, k := range keys {
+		out = append(out, store.Object{Key: k, Size: 10, Modified: at})
+	}
+	return out
+}
+
+func render(p *Plan) string {
+	var b strings.Builder
+	for _, r := range p.Reparent {
+		fmt.Fprintf(&b, "reparent %s: %s → %s\n", short(r.Record.ID), short(r.Old), short(r.Record.Parent))
+	}
+	for _, d := range p.Delete {
+		fmt.Fprintf(&b, "delete %s (%s)\n", d.Key, d.Why)
+	}
+	return b.String()
+}
+
+func short(id string) string {
+	if id == "" {
+		return "-"
+	}
+	return id[len(id)-6:]
+}
+
+func TestMakePlan(t *testing.T) {
+	// A ← B ← C (head). C still points into A's and B's archives; X was
+	// discarded by a lost race.
+	h := &repo.History{
+		Head:         idC,
+		Snapshots:    []*repo.Record{rec(idC, idB, idA, idB, idC), rec(idB, idA, idA, idB), rec(idA, "", idA)},
+		Unreferenced: []string{idX},
+	}
+	all := func(ids ...string) (keys []string) {
+		for _, id := range ids {
+			keys = append(keys, repo.Keys(id)...)
+		}
+		return keys
+	}
+	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name   string
+		policy retention.Policy
+		now    time.Time
+		want   string
+	}{
+		{"no policy, orphan too young", retention.Policy{}, now, ""},
+		{"no policy, orphan old enough", retention.Policy{}, now.Add(6 * time.Hour),
+			"delete archives/" + idX + ".tar.zst (never committed (a lost race or a crash) and older than 6h0m0s)\n" +
+				"delete snapshots/" + idX + ".json (never committed (a lost race or a crash) and older than 6h0m0s)\n" +
+				"delete snapshots/" + idX + ".json.zst (never committed (a lost race or a crash) and older than 6h0m0s)\n"},
+		{"keep last 1: A and B go, their archives stay (C points into them)", retention.Policy{Last: 1}, now,
+			"reparent cccccc: bbbbbb → -\n" +
+				"delete snapshots/" + idA + ".json (snapshot dropped by the policy (keep last 1))\n" +
+				"delete snapshots/" + idA + ".json.zst (snapshot dropped by the policy (keep last 1))\n" +
+				"delete snapshots/" + idB + ".json (snapshot dropped by the policy (keep last 1))\n" +
+				"delete snapshots/" + idB + ".json.zst (snapshot dropped by the policy (keep last 1))\n"},
+		{"keep last 2: only A goes", retention.Policy{Last: 2}, now,
+			"reparent bbbbbb: aaaaaa → -\n" +
+				"delete snapshots/" + idA + ".json (snapshot dropped by the policy (keep last 2))\n" +
+				"delete snapshots/" + idA + ".json.zst (snapshot dropped by the policy (keep last 2))\n"},
+	} {
+		p := MakePlan(Inputs{History: h, Objects: objs(now.Add(-2*time.Hour), all(idA, idB, idC, idX)...), Policy: c.policy, Now: c.now, Delay: 6 * time.Hour})
+		if got := render(p); got != c.want {
+			t.Errorf("%s:\ngot:\n%swant:\n%s", c.name, got, c.want)
+		}
+	}
+
+	// An archive no kept snapshot points into goes with its snapshot.
+	h2 := &repo.History{Head: idC, Snapshots: []*repo.Record{rec(idC, idB, idC), rec(idB, idA, idB), rec(idA, "", idA)}}
+	p := MakePlan(Inputs{History: h2, Objects: objs(now, all(idA, idB, idC)...), Policy: retention.Policy{Last: 1}, Now: now, Delay: time.Hour})
+	if got := render(p); !strings.Contains(got, "delete archives/"+idA+".tar.zst (archive of a dropped snapshot") {
+		t.Errorf("dead archive kept:\n%s", got)
+	}
+	// A kept snapshot from before records (no archive list) keeps every archive.
+	const idOld = "20261101T100000.000Z-eeeeee"
+	old := rec(idOld, "")
+	old.Partial = true
+	h3 := &repo.History{Head: idC, Snapshots: []*repo.Record{rec(idC, idB, idC), rec(idB, idOld, idB), old}}
+	p = MakePlan(Inputs{History: h3, Objects: objs(now, all(idOld, idB, idC)...), Policy: retention.Policy{Last: 1, Monthly: 2}, Now: now, Delay: time.Hour})
+	if got := render(p); !strings.Contains(got, "delete snapshots/"+idB+".json.zst") {
+		t.Errorf("B should be dropped:\n%s", got)
+	}
+	if got := render(p); strings.Contains(got, "archives/") {
+		t.Errorf("an archive was deleted although a kept snapshot may point into it:\n%s", got)
+	}
+}
+
+// TestPruneKeepsRestoresExact: after many churned snapshots and a prune
+// with keep-last 3, every kept snapshot restores exactly, the dropped ones
+// are gone from the store and the list, and planted orphans are collected
+// only once older than the delay.
+func TestPruneKeepsRestoresExact(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	st, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
+	trees := map[string]testhome.Tree{}
+	var ids []string
+	for i := range 6 {
+		if i > 0 {
+			testhome.Change(t, home)
+		}
+		res, err := engine.Snapshot(ctx, engine.SnapshotOptions{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+		if trees[res.ID], err = testhome.Read(home, sel.Selected); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An orphan: a snapshot that crashed after its archive and record were
+	// stored, before its manifest.
+	orphan := repo.NewID(time.Now().Add(-time.Minute))
+	for _, k := range []string{repo.RecordKey(orphan), repo.ArchiveKey(orphan)} {
+		st.Put(ctx, k, strings.NewReader("partial"))
+	}
+	policy := retention.Policy{Last: 3}
+	if _, err := Run(ctx, Options{Store: st, Policy: policy, Log: zerolog.Nop()}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := repo.LoadHistory(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, r := range h.Snapshots {
+		listed = append(listed, r.ID)
+	}
+	want := []string{ids[5], ids[4], ids[3]}
+	if strings.Join(listed, " ") != strings.Join(want, " ") {
+		t.Fatalf("history after prune = %v, want %v", listed, want)
+	}
+	if _, err := st.Get(ctx, repo.ArchiveKey(orphan), 0, -1); err != nil {
+		t.Errorf("a young orphan was collected: %v", err)
+	}
+	for _, id := range want {
+		target := t.TempDir()
+		if _, err := engine.Restore(ctx, engine.RestoreOptions{Home: target, Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
+			t.Fatalf("restore %s after prune: %v", id, err)
+		}
+		got, _ := testhome.Read(target, sel.Selected)
+		if d := testhome.Diff(trees[id], got); len(d) > 0 {
+			t.Errorf("snapshot %s restores differently after prune: %v", id, d[:min(len(d), 5)])
+		}
+	}
+	for _, id := range ids[:3] {
+		if _, err := st.Get(ctx, repo.ManifestKey(id), 0, -1); err == nil {
+			t.Errorf("dropped snapshot %s is still stored", id)
+		}
+	}
+	// Later, the orphan is old enough.
+	later := func() time.Time { return time.Now().Add(DefaultDelay + time.Hour) }
+	if _, err := Run(ctx, Options{Store: st, Policy: policy, Now: later, Log: zerolog.Nop()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, repo.ArchiveKey(orphan), 0, -1); err == nil {
+		t.Error("an old orphan survived the prune")
+	}
+	// And the next snapshot still chains onto the kept history.
+	testhome.Change(t, home)
+	if _, err := engine.Snapshot(ctx, engine.SnapshotOptions{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The sidecar over time: ROUNDS rounds of 1 % churn on a generated home,
+# each followed by `snapshot --once --keep-last KEEP` (which consolidates and
+# prunes), then compares the bytes stored with one fresh full snapshot of
+# the final home, and reports the archives the head points into.
+#
+#   scripts/bench/retention.sh [preset] [rounds] [keep]    # default: medium 100 24
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PRESET=${1:-medium} ROUNDS=${2:-100} KEEP=${3:-24}
+work=$(mktemp -d /tmp/homesnap-retention.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/bin/" ./cmd/snapshot ./cmd/restore ./cmd/genhome
+b=$work/bin
+export HOMESNAP_LOG_LEVEL=warn HOMESNAP_LOG_FORMAT=json
+$b/genhome -preset "$PRESET" -seed 1 "$work/home" >/dev/null
+mkdir "$work/store" "$work/fresh"
+$b/snapshot --once --home "$work/home" --store "$work/store" --keep-last "$KEEP" >/dev/null
+for round in $(seq 2 "$ROUNDS"); do
+  $b/genhome -churn 0.01 -seed "$round" "$work/home" >/dev/null
+  $b/snapshot --once --home "$work/home" --store "$work/store" --keep-last "$KEEP" >/dev/null
+done
+$b/snapshot --once --home "$work/home" --store "$work/fresh" >/dev/null
+stored=$(du -sb "$work/store" | cut -f1)
+fresh=$(du -sb "$work/fresh" | cut -f1)
+read -r snaps archives < <($b/restore --list --output json --store "$work/store" |
+  python3 -c 'import json,sys; l=json.load(sys.stdin); print(len(l), len([r for r in l if r.get("head")][0]["archives"]))')
+echo "preset $PRESET, $ROUNDS rounds of 1 % churn, --keep-last $KEEP"
+echo "stored: $stored bytes in $snaps snapshots; one fresh full snapshot: $fresh bytes; ratio $(awk "BEGIN{printf \"%.2f\", $stored/$fresh}")"
+echo "archives the head points into: $archives"
