@@ -141,7 +141,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients}
 	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
 		if err := guardKeys(ctx, cfg.Home, enc.Store, cfg.AcceptKeyChange, log); err != nil {
-			return nil, err
+			return nil, reported{err} // guardKeys logged why
 		}
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {
