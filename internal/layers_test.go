@@ -1,6 +1,6 @@
 // Package internal_test keeps the import layers of homesnap:
 //
-//	cmd → cli → (sidecar) → engine → repo → archive, scan, selector
+//	cmd → cli → (runner) → engine → repo → archive, scan, selector → jenkins
 //	                                  ↘ store ← store/<backend>
 //
 // Backends know only the store package; the engine never reaches up to the
@@ -29,14 +29,16 @@ type rule struct {
 var rules = []rule{
 	{from: "internal/store", deny: []string{"internal", "cmd"}, allow: []string{"internal/store"},
 		why: "store backends know only the Store interface; cross-cutting concerns wrap it from above"},
-	{from: "internal/engine", deny: []string{"internal/cli", "internal/sidecar", "cmd"},
-		why: "the engine is called by the CLI and the sidecar, never the other way round"},
-	{from: "internal/repo", deny: []string{"internal/engine", "internal/cli", "internal/sidecar", "cmd"},
+	{from: "internal/engine", deny: []string{"internal/cli", "internal/runner", "cmd"},
+		why: "the engine is called by the CLI and the sidecar runner, never the other way round"},
+	{from: "internal/repo", deny: []string{"internal/engine", "internal/cli", "internal/runner", "cmd"},
 		why: "the store layout is below the engine"},
 	{from: "internal/archive", deny: []string{"internal/engine", "internal/cli", "internal/repo", "internal/store", "internal/scan"},
 		why: "the on-store format knows no orchestration or storage"},
-	{from: "internal/selector", deny: []string{"internal"}, allow: []string{"internal/selector"},
-		why: "selection is a leaf"},
+	{from: "internal/selector", deny: []string{"internal"}, allow: []string{"internal/selector", "internal/jenkins"},
+		why: "selection knows only the Jenkins presets"},
+	{from: "internal/jenkins", deny: []string{"internal"}, allow: []string{"internal/jenkins"},
+		why: "Jenkins knowledge is a leaf: file formats and crypto, no storage or orchestration"},
 	{from: "internal", except: []string{"internal/cli", "internal/e2e"}, deny: []string{"internal/cli", "cmd"},
 		why: "only the mains use the CLI package"},
 }

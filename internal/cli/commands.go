@@ -47,6 +47,9 @@ func setup(ctx context.Context, name, about string, cfg any, c *Common, args []s
 	if err != nil {
 		return log, nil, err
 	}
+	if o, ok := cfg.(interface{ storeOptional() bool }); ok && o.storeOptional() && c.Store == "" {
+		return log, nil, nil
+	}
 	st, err := openStore(ctx, c, log)
 	return log, st, err
 }
@@ -141,7 +144,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients}
 	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
 		if err := guardKeys(ctx, cfg.Home, enc.Store, cfg.AcceptKeyChange, log); err != nil {
-			return nil, err
+			return nil, reported{err} // guardKeys logged why
 		}
 		res, err := engine.Snapshot(ctx, opts)
 		if err != nil {

@@ -99,7 +99,7 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 	setup, err := crypt.ForSnapshot(ctx, st, k)
 	if err != nil {
 		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
-		return nil, err
+		return nil, reported{err}
 	}
 	if setup.Note != "" {
 		log.Warn().Str("store", st.String()).Msg(setup.Note)

@@ -24,7 +24,7 @@ type restoreConfig struct {
 	AllowEmpty bool          `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
 	Deadline   time.Duration `envconfig:"HOMESNAP_DEADLINE" default:"10m" flag:"deadline" desc:"give up after this long, naming the store and the step (0: never)"`
 	Target     string        `envconfig:"HOMESNAP_TARGET" flag:"target" desc:"restore into this directory instead of the home (inspection); the home is left alone"`
-	DryRun     bool          `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"print what would be written, removed and fetched, change nothing"`
+	DryRun     bool          `envconfig:"HOMESNAP_RESTORE_DRY_RUN" flag:"dry-run" desc:"print what would be written, removed and fetched, change nothing"`
 	Force      bool          `envconfig:"HOMESNAP_RESTORE_FORCE" flag:"force" desc:"restore over a home that holds data the store does not; what it replaces or removes is kept in .homesnap-displaced-*"`
 	Chown      string        `envconfig:"HOMESNAP_CHOWN" flag:"chown" desc:"UID:GID owning everything restored (as root), instead of the snapshot's owners"`
 	Include    []string      `envconfig:"HOMESNAP_RESTORE_INCLUDE" flag:"include" desc:"restore only paths matching this glob (one job, a folder); others are neither written nor removed"`
@@ -154,7 +154,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	opts := engine.HomeOptions{
 		RestoreOptions: engine.RestoreOptions{
-			Home: home, Store: st, Snapshot: cfg.Snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty,
+			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty,
 			Include: cfg.Include, Exclude: cfg.Exclude, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, Log: log,
 		},
 		At: cfg.at, Step: setStep,

@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -27,7 +33,7 @@ func TestRestoreBinaryAgainstHostileStores(t *testing.T) {
 		t.Fatalf("README lists %d cases", len(rows))
 	}
 	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
-	unselected := func(rel string) bool { return rel != "" && !sel.Selected(rel) }
+	unselected := func(rel string) bool { return rel != "" && !sel.Selected(rel) && !kept(rel) }
 	for _, m := range rows {
 		name, want := m[1], m[3]
 		t.Run(name, func(t *testing.T) {
@@ -45,9 +51,10 @@ func TestRestoreBinaryAgainstHostileStores(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			storeDir := behindStore(t, filepath.Join(corpus, name), home)
 			before := wholeTree(t, home)
 			keep, _ := testhome.Read(home, unselected)
-			r := run(t, "restore", nil, "--home", home, "--store", filepath.Join(corpus, name), "--log-format", "json")
+			r := run(t, "restore", nil, "--home", home, "--store", storeDir, "--log-format", "json")
 			if want != "" {
 				if r.code == 0 || !strings.Contains(r.stderr, want) {
 					t.Fatalf("exit %d, want a failure saying %q\nstderr: %s", r.code, want, r.stderr)
@@ -68,4 +75,44 @@ func TestRestoreBinaryAgainstHostileStores(t *testing.T) {
 			same(t, "unselected paths", keep, after)
 		})
 	}
+}
+
+// behindStore copies a corpus store and makes home an unchanged home of an
+// older snapshot of it: the copy's head gets a parent (records only), and
+// the home a mark naming that parent. The restore then decides on a delta
+// restore, the init container's everyday path, and the engine's own
+// defences meet the hostile snapshot (an unmarked home would be refused
+// before the store is read).
+func behindStore(t *testing.T, corpus, home string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-a", corpus+"/.", dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	ctx := context.Background()
+	st, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, err := repo.LoadHead(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parent = "20251231T000000.000Z-01d000"
+	at := time.Date(2025, 12, 31, 0, 0, 0, 0, time.UTC)
+	for _, r := range []*repo.Record{{ID: parent, Time: at}, {ID: head.Snapshot, Parent: parent, Time: at.Add(time.Hour)}} {
+		if err := repo.WriteRecord(ctx, st, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
+	print, _, err := engine.TakeFingerprint(ctx, home, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := &engine.HomeMark{Store: st.String(), Snapshot: parent, Time: at, Selection: sel.Spec(), Print: print}
+	if err := engine.WriteHomeMark(home, mark); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
