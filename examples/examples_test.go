@@ -326,7 +326,8 @@ func TestHelmValues(t *testing.T) {
 }
 
 // TestVariablesAreOnesTheBinariesRead finds every HOMESNAP_* name the
-// examples and the README use and checks the binaries' --help lists it.
+// examples and the README use and checks the binaries' --help lists it,
+// and that the README documents every variable --help lists.
 func TestVariablesAreOnesTheBinariesRead(t *testing.T) {
 	known := map[string]bool{}
 	name := regexp.MustCompile(`HOMESNAP_[A-Z0-9_]*[A-Z0-9]`)
@@ -338,6 +339,15 @@ func TestVariablesAreOnesTheBinariesRead(t *testing.T) {
 	}
 	if !known["HOMESNAP_STORE"] {
 		t.Fatal("--help lists no HOMESNAP_STORE: cannot tell which variables exist")
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range known { // the README's configuration reference is complete
+		if !strings.Contains(string(readme), "`"+n+"`") {
+			t.Errorf("%s --help lists %s, which the README does not document", "a command's", n)
+		}
 	}
 	files, _ := filepath.Glob("*/*")
 	files = append(files, "../README.md")

@@ -92,6 +92,10 @@ func bind(fs *flag.FlagSet, v reflect.Value, help *[]string) {
 		}
 		name := f.Tag.Get("flag")
 		if name == "" {
+			// A variable without a flag (a key's content: flags show in ps).
+			if env, desc := f.Tag.Get("envconfig"), f.Tag.Get("desc"); env != "" && desc != "" {
+				*help = append(*help, fmt.Sprintf("  (variable only)\n        %s [%s]", desc, env))
+			}
 			continue
 		}
 		fs.Var(&value{v: fv}, name, f.Tag.Get("desc"))

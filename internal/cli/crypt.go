@@ -22,7 +22,7 @@ import (
 // its parent's manifest back.
 type AgeIdentity struct {
 	IdentityFile string `envconfig:"HOMESNAP_AGE_IDENTITY_FILE" flag:"age-identity-file" desc:"age identity file (age-keygen output) to decrypt an encrypted store"`
-	Identity     string `envconfig:"HOMESNAP_AGE_IDENTITY"` // the file's content, for a Secret mapped to a variable
+	Identity     string `envconfig:"HOMESNAP_AGE_IDENTITY" desc:"the identity file's content, for a Secret mapped to a variable"`
 }
 
 // AgeSnapshot is the snapshot's age settings: what to encrypt to, and the
@@ -30,7 +30,7 @@ type AgeIdentity struct {
 type AgeSnapshot struct {
 	AgeIdentity
 	RecipientsFile string `envconfig:"HOMESNAP_AGE_RECIPIENTS_FILE" flag:"age-recipients-file" desc:"age recipients file (age1... public keys, one per line): encrypt snapshots to them (default: the identities' own recipients)"`
-	Recipients     string `envconfig:"HOMESNAP_AGE_RECIPIENTS"` // the file's content
+	Recipients     string `envconfig:"HOMESNAP_AGE_RECIPIENTS" desc:"the recipients file's content"`
 	Migrate        bool   `envconfig:"HOMESNAP_AGE_MIGRATE" flag:"age-migrate" desc:"allow switching the store between plain and age-encrypted snapshots (the next snapshot is a full one)"`
 	Reencrypt      bool   `envconfig:"HOMESNAP_AGE_REENCRYPT" flag:"age-reencrypt" desc:"rewrite every snapshot of the store for the recipients (key rotation; the identity file holds the old keys and one new one), then exit"`
 }
