@@ -58,9 +58,10 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	res := &ReencryptResult{}
 	for _, prefix := range []string{"snapshots/", "archives/"} {
 		err := st.List(ctx, prefix, func(o store.Object) error {
-			if strings.HasSuffix(o.Key, repo.EncryptedSuffix) {
+			switch {
+			case strings.HasSuffix(o.Key, repo.EncryptedSuffix):
 				keys = append(keys, strings.TrimSuffix(o.Key, repo.EncryptedSuffix))
-			} else {
+			case repo.CarriesContent(o.Key): // records are plain by design
 				res.Plain++
 			}
 			return nil
