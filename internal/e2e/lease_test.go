@@ -22,7 +22,7 @@ import (
 // store while the home changes, and kills one with SIGKILL now and then:
 // the lease lets one write at a time, the history stays one chain, every
 // snapshot any of them reported committed is in it, and every archive the
-// history needs exists.
+// history needs exists; afterwards the store prunes and the head restores.
 func TestThreeSidecarsRaceOnOneStore(t *testing.T) {
 	home, storeDir := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
@@ -101,6 +101,8 @@ func TestThreeSidecarsRaceOnOneStore(t *testing.T) {
 		t.Errorf("only %d snapshots committed in 14 s: the sidecars did not take turns", reported)
 	}
 	t.Logf("%d snapshots in the history, %d reported, %d unreferenced", len(h.Snapshots), reported, len(h.Unreferenced))
+	// What the kills left is prunable, and the head still restores.
+	ok(t, run(t, "prune", nil, "--keep-last", "3", "--store", storeDir))
 	target := t.TempDir()
 	ok(t, run(t, "restore", nil, "--home", target, "--store", storeDir))
 }
