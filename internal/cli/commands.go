@@ -172,7 +172,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer cancel()
 		if err := l.Acquire(ctx); err != nil {
 			log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused: ask the running sidecar for one with POST /snapshot or SIGUSR1")
-			return err
+			return reported{err}
 		}
 		defer func() {
 			// Bounded: a store that is gone must not hold the exit up, and
