@@ -3,6 +3,7 @@ package e2e
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -232,4 +233,65 @@ func TestEncryptedOnObjectStore(t *testing.T) {
 		t.Fatalf("wrong identity: exit %d, %s", r.code, r.stderr)
 	}
 	same(t, "home after a refused restore", want2, wholeTree(t, target))
+}
+
+// TestMigrateAndReencrypt: a plain store refuses an encrypted snapshot
+// until --age-migrate; --age-reencrypt then moves every snapshot to a new
+// key, after which the old key opens none of them.
+func TestMigrateAndReencrypt(t *testing.T) {
+	home, storeDir := t.TempDir(), t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOMESNAP_STORE=" + storeDir, "HOMESNAP_HOME=" + home}
+	plain := ok(t, run(t, "snapshot", env, "--once"))
+	oldKey, _, _ := ageKeys(t)
+	testhome.Change(t, home)
+	if r := run(t, "snapshot", env, "--once", "--age-identity-file", oldKey); r.code != 1 || !strings.Contains(r.stderr, "--age-migrate") {
+		t.Fatalf("encrypted onto plain: exit %d, %s", r.code, r.stderr)
+	}
+	enc := ok(t, run(t, "snapshot", env, "--once", "--age-identity-file", oldKey, "--age-migrate"))
+	want := selectedTree(t, home)
+
+	newKey, newRecipients, newFP := ageKeys(t)
+	both := filepath.Join(t.TempDir(), "both.txt")
+	a, _ := os.ReadFile(oldKey)
+	b, _ := os.ReadFile(newKey)
+	os.WriteFile(both, append(a, b...), 0o600)
+	if r := run(t, "snapshot", env, "--age-reencrypt", "--age-identity-file", both); r.code != 2 {
+		t.Fatalf("--age-reencrypt without new recipients: exit %d, %s", r.code, r.stderr)
+	}
+	out := ok(t, run(t, "snapshot", env, "--age-reencrypt", "--age-identity-file", both, "--age-recipients-file", newRecipients))
+	if out != "re-encrypted 2 objects" {
+		t.Fatalf("--age-reencrypt printed %q", out)
+	}
+	target := t.TempDir()
+	ok(t, run(t, "restore", env, "--home", target, "--snapshot", enc, "--age-identity-file", newKey))
+	same(t, "re-encrypted snapshot", want, wholeTree(t, target))
+	if r := run(t, "restore", env, "--home", t.TempDir(), "--age-identity-file", oldKey); r.code != 1 || !strings.Contains(r.stderr, newFP) {
+		t.Fatalf("old key after re-encryption: exit %d, %s", r.code, r.stderr)
+	}
+	// The plain snapshot from before the migration is left as it was, and
+	// still restores (with a warning).
+	r := run(t, "restore", env, "--home", t.TempDir(), "--snapshot", plain, "--age-identity-file", newKey)
+	if r.code != 0 || !strings.Contains(r.stderr, "not encrypted") {
+		t.Fatalf("plain snapshot after migration: exit %d, %s", r.code, r.stderr)
+	}
+	// The next snapshot with the new key is incremental (its parent is
+	// recorded as encrypted to it).
+	testhome.Change(t, home)
+	r = run(t, "snapshot", env, "--once", "--age-identity-file", newKey)
+	ok(t, r)
+	var committed struct {
+		Entries    int64 `json:"entries"`
+		NewEntries int64 `json:"new_entries"`
+	}
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, "snapshot committed") {
+			json.Unmarshal([]byte(line), &committed)
+		}
+	}
+	if committed.Entries == 0 || committed.NewEntries*2 >= committed.Entries {
+		t.Fatalf("snapshot after re-encryption wrote %d of %d entries: not incremental\n%s", committed.NewEntries, committed.Entries, r.stderr)
+	}
 }
