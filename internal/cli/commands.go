@@ -143,7 +143,12 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts := engine.SnapshotOptions{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
 		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients}
 	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
-		if err := guardKeys(ctx, cfg.Home, enc.Store, cfg.AcceptKeyChange, log); err != nil {
+		head, err := headStore(ctx, &cfg.AgeSnapshot, st)
+		if err != nil {
+			log.Error().Err(err).Str("store", st.String()).Msg("cannot read the head snapshot")
+			return nil, reported{err}
+		}
+		if err := guardKeys(ctx, cfg.Home, head, cfg.AcceptKeyChange, log); err != nil {
 			return nil, reported{err} // guardKeys logged why
 		}
 		res, err := engine.Snapshot(ctx, opts)

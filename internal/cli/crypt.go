@@ -151,3 +151,17 @@ func reencrypt(ctx context.Context, a *AgeSnapshot, st store.Store, log zerolog.
 	fmt.Fprintf(stdout, "re-encrypted %d objects\n", res.Objects)
 	return nil
 }
+
+// headStore returns the store the head snapshot is read through, which is
+// plain while a migration's first encrypted snapshot is being taken.
+func headStore(ctx context.Context, a *AgeSnapshot, st store.Store) (store.Store, error) {
+	ids, err := a.identities()
+	if err != nil {
+		return nil, err
+	}
+	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids}, "")
+	if err != nil {
+		return nil, err
+	}
+	return setup.Store, nil
+}
