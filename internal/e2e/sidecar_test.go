@@ -58,6 +58,21 @@ func (s *sidecar) waitLog(t *testing.T, re *regexp.Regexp, n int) []string {
 
 var committed = regexp.MustCompile(`snapshot committed`)
 
+// getUntil polls path until ok accepts the answer: the log line that says a
+// snapshot is done comes just before the sidecar records the attempt.
+func (s *sidecar) getUntil(t *testing.T, path string, ok func(code int, body string) bool) (int, string) {
+	t.Helper()
+	var code int
+	var body string
+	for i := 0; i < 200; i++ {
+		if code, body = s.get(t, "GET", path); ok(code, body) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return code, body
+}
+
 func (s *sidecar) get(t *testing.T, method, path string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, s.addr+path, nil)
@@ -121,7 +136,7 @@ func TestSidecarProbesMetricsAndOnDemandSnapshots(t *testing.T) {
 	if code, body := s.get(t, "GET", "/healthz"); code != 200 {
 		t.Errorf("/healthz: %d %s", code, body)
 	}
-	if code, body := s.get(t, "GET", "/readyz"); code != 200 {
+	if code, body := s.getUntil(t, "/readyz", func(c int, _ string) bool { return c == 200 }); code != 200 {
 		t.Errorf("/readyz after a snapshot: %d %s", code, body)
 	}
 	testhome.Change(t, home)
@@ -133,13 +148,14 @@ func TestSidecarProbesMetricsAndOnDemandSnapshots(t *testing.T) {
 	s.cmd.Process.Signal(syscall.SIGUSR1)
 	s.waitLog(t, committed, 3)
 
-	_, metrics := s.get(t, "GET", "/metrics")
-	for _, want := range []string{
+	wants := []string{
 		`homesnap_snapshots_total{result="committed"} 3`,
 		`homesnap_last_success_timestamp_seconds 1.`,
 		`homesnap_store_bytes_total{direction="out"}`,
 		`homesnap_head_archives 3`,
-	} {
+	}
+	_, metrics := s.getUntil(t, "/metrics", func(_ int, body string) bool { return strings.Contains(body, wants[0]) })
+	for _, want := range wants {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
@@ -174,7 +190,7 @@ func TestShrinkGuardKeepsTheHead(t *testing.T) {
 
 	s := startSidecar(t, home, storeDir)
 	s.waitLog(t, regexp.MustCompile(`snapshot failed`), 1)
-	if code, body := s.get(t, "GET", "/readyz"); code != 503 || !strings.Contains(body, "shrank") {
+	if code, body := s.getUntil(t, "/readyz", func(c int, body string) bool { return c == 503 && strings.Contains(body, "shrank") }); code != 503 || !strings.Contains(body, "shrank") {
 		t.Errorf("/readyz after a refused snapshot: %d %s", code, body)
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM) // its final snapshot is refused too; the lease is released
