@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +50,33 @@ func TestBadSettingsAreUsageErrors(t *testing.T) {
 	}
 	if _, err := load("restore", "", &cfg, []string{"--help"}, io.Discard); !errors.Is(err, errHelp) {
 		t.Errorf("--help: %v", err)
+	}
+}
+
+// The sidecar's and prune's settings added with retention, the lease and
+// consolidation refuse values they cannot use, naming the setting.
+func TestSidecarSettingsAreValidated(t *testing.T) {
+	for _, args := range [][]string{
+		{"--keep-daily", "-1"},
+		{"--prune-delay", "0s"},
+		{"--lease-ttl", "0s"},
+		{"--consolidate-max-archives", "-1"},
+		{"--final-wait-quiet", "-1s"},
+	} {
+		var cfg snapshotConfig
+		if _, err := load("snapshot", "", &cfg, args, io.Discard); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var ue usageError
+		if err := cfg.validate(); !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		} else if name := args[0][2:]; !strings.Contains(err.Error(), name) && name != "keep-daily" {
+			t.Errorf("%v: %q does not name the setting", args, err)
+		}
+	}
+	var cfg snapshotConfig
+	load("snapshot", "", &cfg, nil, io.Discard)
+	if err := cfg.validate(); err != nil {
+		t.Errorf("defaults refused: %v", err)
 	}
 }
