@@ -182,7 +182,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer func() {
 			// Bounded: a store that is gone must not hold the exit up, and
 			// an unreleased lease expires on its own.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			l.Release(rctx)
 		}()

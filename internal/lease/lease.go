@@ -163,12 +163,21 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	body, _ := json.Marshal(record{Holder: l.me, Expires: l.now()})
-	_, err := l.st.Swap(ctx, Key, body, l.version)
-	l.version = ""
-	if errors.Is(err, store.ErrPrecondition) {
-		return nil
+	defer func() { l.version = "" }()
+	// Retried within ctx: a lease left behind by one dropped connection
+	// would refuse the next writer for a whole TTL. A retry after a swap
+	// that landed finds the version moved, which is success too.
+	for wait := 50 * time.Millisecond; ; wait *= 2 {
+		_, err := l.st.Swap(ctx, Key, body, l.version)
+		if err == nil || errors.Is(err, store.ErrPrecondition) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
 	}
-	return err
 }
 
 // Fence wraps st so that moving the head and deleting objects first check

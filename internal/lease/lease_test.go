@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 )
 
@@ -126,5 +127,63 @@ func TestLeaseOnFreshAndForeignPrefixes(t *testing.T) {
 	}
 	if _, _, err := foreign.Load(ctx, Key); err == nil {
 		t.Error("a lease was written into a foreign prefix")
+	}
+}
+
+// dropping fails the first n swaps as a reset connection would, after
+// applying the first one when landed is set (the answer was lost).
+type dropping struct {
+	store.Store
+	n      int
+	landed bool
+}
+
+func (d *dropping) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
+	if d.n > 0 {
+		d.n--
+		if d.landed {
+			d.landed = false
+			d.Store.Swap(ctx, key, data, old)
+		}
+		return "", errors.New("read: connection reset by peer")
+	}
+	return d.Store.Swap(ctx, key, data, old)
+}
+
+// TestReleaseSurvivesDroppedConnections: a release lost to a dropped
+// connection would refuse the next writer for a whole TTL.
+func TestReleaseSurvivesDroppedConnections(t *testing.T) {
+	ctx := context.Background()
+	for _, landed := range []bool{false, true} {
+		st, err := file.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &dropping{Store: st}
+		a := New(d, Holder{ID: "a", Host: "node-1", PID: 7}, time.Minute, nil)
+		b := New(st, Holder{ID: "b", Host: "node-2", PID: 9}, time.Minute, nil)
+		if err := a.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d.n, d.landed = 3, landed
+		if err := a.Release(ctx); err != nil {
+			t.Fatalf("landed=%v: release after three dropped connections: %v", landed, err)
+		}
+		if err := b.Acquire(ctx); err != nil {
+			t.Errorf("landed=%v: the next writer is refused after a release: %v", landed, err)
+		}
+	}
+	// A store that never answers: the release gives up with ctx.
+	st, _ := file.Open(t.TempDir())
+	d := &dropping{Store: st}
+	a := New(d, Holder{ID: "a"}, time.Minute, nil)
+	if err := a.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.n = 1 << 30
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := a.Release(tctx); err == nil {
+		t.Error("a release that never reached the store reported success")
 	}
 }
