@@ -171,26 +171,19 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return res, nil
 	}
-	l := lease.New(st, lease.Me(), cfg.LeaseTTL, nil)
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)
 		defer cancel()
-		if err := l.Acquire(ctx); err != nil {
-			log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused: ask the running sidecar for one with POST /snapshot or SIGUSR1")
-			return reported{err}
+		l, release, err := holdLease(ctx, st, cfg.LeaseTTL, log, "snapshot refused: ask the running sidecar for one with POST /snapshot or SIGUSR1")
+		if err != nil {
+			return err
 		}
-		defer func() {
-			// Bounded: a store that is gone must not hold the exit up, and
-			// an unreleased lease expires on its own.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			l.Release(rctx)
-		}()
+		defer release()
 		opts.Store = l.Fence(opts.Store)
-		_, err := once(ctx, opts)
+		_, err = once(ctx, opts)
 		return err
 	}
-	return sidecar(ctx, &cfg, opts, once, l, log)
+	return sidecar(ctx, &cfg, opts, once, lease.New(st, lease.Me(), cfg.LeaseTTL, nil), log)
 }
 
 // withTimeout bounds an operation when a timeout is set.

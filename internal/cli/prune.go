@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/prune"
 	"github.com/homesnap/homesnap/internal/retention"
 	"github.com/homesnap/homesnap/internal/store"
@@ -80,7 +81,16 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Records are never encrypted and prune deletes the keys it lists, so
 	// an encrypted store needs no key here.
-	p, err := runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log)
+	var pst store.Store = st
+	if !cfg.DryRun {
+		l, release, err := holdLease(ctx, st, lease.DefaultTTL, log, "prune refused: a sidecar writing to this store prunes it with its own --keep-* settings; stop it first, or let it prune")
+		if err != nil {
+			return err
+		}
+		defer release()
+		pst = l.Fence(st)
+	}
+	p, err := runPrune(ctx, pst, &cfg.Retention, cfg.DryRun, log)
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,16 @@ var presets = map[string]Preset{
 		ArtifactRate: 0.2, ArtifactMedian: 80 * kib, FlowNodes: 16,
 		Agents: 40, Plugins: 150, PluginMedian: 150 * kib, Fingerprints: 8000, WorkspaceFiles: 3000,
 	},
+	// million: ~1M small files (about 300 freestyle jobs keeping ~950
+	// builds each: log, build.xml, changelog.xml, often junitResult.xml),
+	// the shape of a large controller; for the scale benchmark.
+	"million": {
+		Name: "million", Folders: 10, MaxDepth: 2, Freestyle: 300,
+		Builds:    950,
+		LogMedian: 2 * kib, LogSigma: 0.8, LogMax: 256 * kib,
+		ArtifactRate: 0, FlowNodes: 4,
+		Agents: 40, Plugins: 20, PluginMedian: 100 * kib, Fingerprints: 2000, WorkspaceFiles: 100,
+	},
 }
 
 // PresetNames lists the built-in presets.

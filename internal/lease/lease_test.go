@@ -187,3 +187,42 @@ func TestReleaseSurvivesDroppedConnections(t *testing.T) {
 		t.Error("a release that never reached the store reported success")
 	}
 }
+
+// TestKeepOutlastsTheTTL: a one-shot writer whose work takes several TTLs
+// (the first snapshot of a million-file home) keeps the lease throughout,
+// and gives it up when done.
+func TestKeepOutlastsTheTTL(t *testing.T) {
+	st, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const ttl = 2 * time.Second
+	a := New(st, Holder{ID: "a", Host: "node-1", PID: 7}, ttl, nil)
+	b := New(st, Holder{ID: "b", Host: "node-2", PID: 9}, ttl, nil)
+	if err := a.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		a.Keep(kctx, func(err error) { t.Errorf("renewal: %v", err) })
+	}()
+	time.Sleep(3 * ttl / 2)
+	var held *HeldError
+	if err := b.Acquire(ctx); !errors.As(err, &held) {
+		t.Errorf("another writer took the lease of a working one-shot writer after one TTL: %v", err)
+	}
+	if err := a.Check(ctx); err != nil {
+		t.Errorf("the writer lost its lease while working: %v", err)
+	}
+	stop()
+	<-kept
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Acquire(ctx); err != nil {
+		t.Errorf("after the writer finished: %v", err)
+	}
+}
