@@ -38,6 +38,8 @@ type entryFilter struct {
 	snapshot *selector.Selector // the manifest header's selection
 	local    *selector.Selector // the restore's selection, narrowed by include/exclude
 	remove   *selector.Selector // both: what a restore may remove
+	// check sees the manifest's entries in order: memos answer for them.
+	snapshotMemo, localMemo *selector.Memo
 	dropped  int64              // setuid/setgid bits dropped
 	example  string             // the first path that had them
 	skipped  int64              // entries outside the restore's selection
@@ -56,7 +58,8 @@ func newEntryFilter(sel *selector.Selector, include, exclude []string, spec sele
 	if err != nil {
 		return nil, err
 	}
-	return &entryFilter{snapshot: snap, local: local, remove: selector.Intersect(local, snap)}, nil
+	return &entryFilter{snapshot: snap, local: local, remove: selector.Intersect(local, snap),
+		snapshotMemo: snap.Memo(), localMemo: local.Memo()}, nil
 }
 
 // localSelector is the restore's selection narrowed by include/exclude.
@@ -95,10 +98,11 @@ func (f *entryFilter) check(e *archive.Entry) (bool, error) {
 		return false, fmt.Errorf("%q has owner %d:%d, outside the valid range 0-%d", e.Path, e.UID, e.GID, maxUID)
 	}
 	isDir := e.Type == archive.TypeDir
-	if !f.snapshot.Selected(e.Path) && !(isDir && f.snapshot.Enter(e.Path)) {
+	inSnapshot, inLocal := f.snapshotMemo.Selected(e.Path), f.localMemo.Selected(e.Path)
+	if !inSnapshot && !(isDir && f.snapshot.Enter(e.Path)) {
 		return false, fmt.Errorf("%q is outside the snapshot's own selection", e.Path)
 	}
-	if !f.local.Selected(e.Path) {
+	if !inLocal {
 		if !isDir || !f.local.Enter(e.Path) {
 			if f.skipped++; f.skipped == 1 {
 				f.skippedE = e.Path
