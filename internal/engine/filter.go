@@ -40,10 +40,10 @@ type entryFilter struct {
 	remove   *selector.Selector // both: what a restore may remove
 	// check sees the manifest's entries in order: memos answer for them.
 	snapshotMemo, localMemo *selector.Memo
-	dropped  int64              // setuid/setgid bits dropped
-	example  string             // the first path that had them
-	skipped  int64              // entries outside the restore's selection
-	skippedE string             // the first of them
+	dropped                 int64  // setuid/setgid bits dropped
+	example                 string // the first path that had them
+	skipped                 int64  // entries outside the restore's selection
+	skippedE                string // the first of them
 }
 
 // newEntryFilter builds the filter of a restore with local selection sel

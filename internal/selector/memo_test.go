@@ -37,9 +37,9 @@ func TestMemoAgreesWithSelected(t *testing.T) {
 		return s
 	}
 	sels := map[string]*Selector{
-		"jenkins":    mustNew(Spec{Preset: "jenkins"}),
-		"controller": mustNew(Spec{Preset: "controller"}),
-		"globs":      mustNew(Spec{Preset: "none", Include: []string{"a/*/c", "d", "**/builds"}, Exclude: []string{"d/x", "**/workspace"}}),
+		"jenkins":                         mustNew(Spec{Preset: "jenkins"}),
+		"controller":                      mustNew(Spec{Preset: "controller"}),
+		"globs":                           mustNew(Spec{Preset: "none", Include: []string{"a/*/c", "d", "**/builds"}, Exclude: []string{"d/x", "**/workspace"}}),
 		"excluded parent, included child": mustNew(Spec{Preset: "none", Include: []string{"**/log"}, Exclude: []string{"jobs/app"}}),
 		"intersection": Intersect(mustNew(Spec{Preset: "jenkins"}),
 			mustNew(Spec{Preset: "none", Include: []string{"jobs/team*", "nodes"}, Exclude: []string{"jobs/*/builds/7/log"}})),
