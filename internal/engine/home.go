@@ -102,7 +102,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 		return res, nil
 	}
 	step("marking the home")
-	if err := markHome(ctx, o, target); err != nil {
+	if err := markHome(ctx, o, target, res.Restore); err != nil {
 		o.Log.Warn().Err(err).Msg("the home was restored but could not be marked: the next restore will refuse it as unknown data unless --force")
 		return res, nil
 	}
@@ -184,9 +184,10 @@ func snapshotAt(ctx context.Context, o HomeOptions, head string) (string, error)
 	return found, nil
 }
 
-// markHome records that the home now matches snapshot id.
-func markHome(ctx context.Context, o HomeOptions, id string) error {
-	print, _, err := TakeFingerprint(ctx, o.Home, o.Selector)
+// markHome records that the home now matches snapshot id, as restore res
+// left it.
+func markHome(ctx context.Context, o HomeOptions, id string, res *RestoreResult) error {
+	print, err := restoredPrint(o.Home, res)
 	if err != nil {
 		return err
 	}
