@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -142,16 +143,25 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opts := engine.SnapshotOptions{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
 		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients}
-	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
+	// The agent-key guard reads the head's manifest: only a snapshot that
+	// is about to replace the head needs it.
+	opts.BeforeCommit = func(ctx context.Context) error {
 		head, err := headStore(ctx, &cfg.AgeSnapshot, st)
 		if err != nil {
 			log.Error().Err(err).Str("store", st.String()).Msg("cannot read the head snapshot")
-			return nil, reported{err}
+			return reported{err}
 		}
 		if err := guardKeys(ctx, cfg.Home, head, cfg.AcceptKeyChange, log); err != nil {
-			return nil, reported{err} // guardKeys logged why
+			return reported{err} // guardKeys logged why
 		}
+		return nil
+	}
+	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
 		res, err := engine.Snapshot(ctx, opts)
+		var r reported
+		if errors.As(err, &r) {
+			return nil, err
+		}
 		if err != nil {
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
 			return nil, reported{err}

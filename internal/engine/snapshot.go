@@ -43,6 +43,10 @@ type SnapshotOptions struct {
 	// parent's, the snapshot is a full one, so that all it references is
 	// encrypted to the same recipients (key rotation, migration).
 	Recipients []string
+	// BeforeCommit, when set, runs once the snapshot is stored and before
+	// the head moves to it, only when something changed: an error
+	// discards the snapshot (the sidecar's agent-key guard).
+	BeforeCommit func(ctx context.Context) error
 
 	// rewrite, set by Consolidate, takes the parent's tree instead of the
 	// home's and copies the files of these archives into the new one.
@@ -105,6 +109,12 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	if err != nil || res.Unchanged {
 		s.discard(ctx, err)
 		return res, err
+	}
+	if o.BeforeCommit != nil && o.rewrite == nil { // a consolidation copies the head's own tree
+		if err := o.BeforeCommit(ctx); err != nil {
+			s.discard(ctx, err)
+			return nil, err
+		}
 	}
 	rec := &repo.Record{
 		ID: s.id, Parent: s.parentID, Time: start.UTC(), Host: hostname(),
