@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# homesnap at scale: one sample of each scenario on a generated home of
+# about a million small files (the `million` preset), against GNU tar +
+# zstd and a stat scan of the same tree, with the page cache dropped
+# before every measured command when that is possible:
+#
+#   scripts/bench/scale.sh [preset]        # default: million
+#
+# Rows: full snapshot, nothing changed, one appended file, 1 % churn
+# (time and bytes written to the store), restore into an empty directory,
+# and the stored bytes of one full snapshot. tar archives exactly the paths
+# of homesnap's first manifest. restic is left out at this size (its
+# backup and restore of a million files take longer than the rest of the
+# script); scripts/bench.sh compares it on the medium home.
+#
+# Environment: HOMESNAP_BENCH_DIR (default /tmp/homesnap-scale) holds the
+# generated home (kept and reused) and the working stores (removed).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PRESET=${1:-million}
+BENCH=${HOMESNAP_BENCH_DIR:-/tmp/homesnap-scale}
+[[ $BENCH = /* && $BENCH != / ]] || { echo "HOMESNAP_BENCH_DIR must be an absolute path other than /" >&2; exit 2; }
+for tool in zstd tar python3 /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "scale: $tool is missing (apt-get install -y zstd tar python3 time)" >&2; exit 1; }
+done
+log() { printf '== %s\n' "$*" >&2; }
+
+mkdir -p "$BENCH"
+b=$BENCH/bin
+go build -o "$b/" ./cmd/snapshot ./cmd/restore ./cmd/genhome
+home=$BENCH/home-$PRESET
+stamp="$PRESET seed 1 $(sha256sum "$b/genhome" | cut -c1-16)"
+if [ "$(cat "$home.stamp" 2>/dev/null)" != "$stamp" ]; then
+  log "generating the $PRESET home in $home"
+  rm -rf "$home" && "$b/genhome" -preset "$PRESET" -seed 1 "$home" >&2 && echo "$stamp" >"$home.stamp"
+fi
+work=$BENCH/work
+rm -rf "$work" && mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
+cp -a "$home" "$work/home"
+store=$work/store
+mkdir "$store"
+export HOMESNAP_LOG_FORMAT=json HOMESNAP_LOG_LEVEL=warn
+
+cache=cold
+drop() { sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || cache=warm; }
+rows=()
+# run NAME CMD...: one measured sample; its wall and CPU seconds and peak
+# RSS (for a pipeline run through sh, the largest process's) in T.
+run() {
+  local name=$1
+  shift
+  drop
+  /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" >"$work/out" 2>"$work/err" || {
+    echo "scale: $name failed:" >&2
+    cat "$work/err" >&2
+    exit 1
+  }
+  read -r wall user sys rss <"$work/time"
+  T=("$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN {printf "%.1f", u + s}')" "$((rss / 1024))")
+  log "$name: ${T[0]} s wall, ${T[1]} s CPU, ${T[2]} MiB"
+}
+bytes() { du -sb "$1" | cut -f1; }
+mb() { awk -v b="$1" 'BEGIN {printf "%.2f", b / 1e6}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+row() { rows+=("| $1 | $2 | $3 | $4 |"); }
+
+run "full snapshot" "$b/snapshot" --once --home "$work/home" --store "$store"
+full=("${T[@]}")
+stored_full=$(bytes "$store")
+zstd -dc "$store"/snapshots/*.json.zst | python3 -c '
+import json, sys
+for line in sys.stdin:
+    e = json.loads(line)
+    if "path" in e:
+        sys.stdout.write(e["path"] + "\0")' >"$work/list"
+paths=$(tr -cd '\0' <"$work/list" | wc -c)
+run "tar+zstd" sh -c 'cd "$1" && tar -cf - --no-recursion --null -T "$2" | zstd -3 -T0 -q -o "$3"' sh "$work/home" "$work/list" "$work/home.tar.zst"
+tarfull=("${T[@]}")
+n=$(zstd -dc "$work/home.tar.zst" | tar -t | wc -l)
+[ "$n" -eq "$paths" ] || { echo "scale: tar stored $n paths, homesnap $paths" >&2; exit 1; }
+row "full snapshot" "${full[0]} s, ${full[2]} MiB" "tar+zstd ${tarfull[0]} s" "$(ratio "${full[0]}" "${tarfull[0]}")× (≤ 0.8×)"
+
+run "nothing changed" "$b/snapshot" --once --home "$work/home" --store "$store"
+nc=("${T[@]}")
+[ ! -s "$work/out" ] || { echo "scale: a snapshot was taken although nothing changed" >&2; exit 1; }
+run "stat scan" find "$work/home" -printf '%i %s %C@ %m\n'
+scan=("${T[@]}")
+row "nothing changed" "${nc[0]} s, ${nc[2]} MiB" "find -printf ${scan[0]} s" "$(ratio "${nc[0]}" "${scan[0]}")× (≤ 1.3×)"
+
+before=$(bytes "$store")
+log=$(find "$work/home/jobs" -name log -type f | head -1)
+echo "one more line" >>"$log"
+run "one appended file" "$b/snapshot" --once --home "$work/home" --store "$store"
+one=("${T[@]}")
+written=$(($(bytes "$store") - before))
+row "one appended file" "${one[0]} s, writes $(mb "$written") MB" "" "≤ 1 MB"
+
+"$b/genhome" -churn 0.01 -seed 2 "$work/home" >"$work/churn" 2>&1
+before=$(bytes "$store")
+run "1 % churn" "$b/snapshot" --once --home "$work/home" --store "$store"
+churn=("${T[@]}")
+written=$(($(bytes "$store") - before))
+archive=$(bytes "$store/archives/$(cat "$work/out").tar.zst")
+row "1 % churn" "${churn[0]} s, writes $(mb "$written") MB" "its archive $(mb "$archive") MB" \
+  "$(mb "$((written - 2 * archive))") MB over 2× the archive (≤ 5 MB)"
+
+mkdir "$work/r-hs"
+run "restore" "$b/restore" --home "$work/r-hs" --store "$store"
+rest=("${T[@]}")
+rm -rf "$work/r-hs"
+mkdir "$work/r-tar"
+run "zstd -dc | tar -x; sync" sh -c 'zstd -dc "$1" | tar -x -C "$2" && sync -f "$2"' sh "$work/home.tar.zst" "$work/r-tar"
+tarrest=("${T[@]}")
+rm -rf "$work/r-tar"
+row "restore into an empty directory" "${rest[0]} s, ${rest[2]} MiB" "zstd -dc \| tar -x; sync ${tarrest[0]} s" "$(ratio "${rest[0]}" "${tarrest[0]}")× (≤ 0.9×)"
+row "stored bytes, one full snapshot" "$(mb "$stored_full") MB" "tar.zst $(mb "$(bytes "$work/home.tar.zst")") MB" \
+  "$(ratio "$stored_full" "$(bytes "$work/home.tar.zst")")× (≤ 2×)"
+
+echo "# homesnap at scale: preset $PRESET, $paths paths, one sample each, $cache cache"
+echo
+echo "- $(date -u +%Y-%m-%dT%H:%MZ), $(git describe --always --dirty), $(nproc) CPUs, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "- churn: $(tail -1 "$work/churn" | sed 's/^[^:]*: //')"
+echo "- peak RSS of the snapshot rows and the restore: full ${full[2]} MiB, nothing changed ${nc[2]} MiB, churn ${churn[2]} MiB, restore ${rest[2]} MiB (target ≤ 128 MiB)"
+echo
+echo "| scenario | homesnap | peer | ratio (target) |"
+echo "|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
