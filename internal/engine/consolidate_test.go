@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,24 +16,70 @@ import (
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
+// TestChooseRewrite: golden cases of the size-tiered choice. Sizes equal
+// to live bytes mean archives without dead bytes.
 func TestChooseRewrite(t *testing.T) {
-	p := ConsolidatePolicy{MaxArchives: 4, MinLive: 0.5}
+	healthy := func(live map[string]int64) map[string]int64 { return live }
 	for _, c := range []struct {
 		name       string
+		max        int
 		live, size map[string]int64
 		want       string
 	}{
-		{"few healthy archives", map[string]int64{"a": 100, "b": 10, "c": 5}, map[string]int64{"a": 100, "b": 10, "c": 5}, ""},
-		{"one mostly dead archive", map[string]int64{"a": 40, "b": 10}, map[string]int64{"a": 100, "b": 10}, "a"},
-		{"too many: the smallest merge until half the limit remains",
-			map[string]int64{"a": 1000, "b": 50, "c": 40, "d": 30, "e": 20, "f": 10},
-			map[string]int64{"a": 1000, "b": 50, "c": 40, "d": 30, "e": 20, "f": 10}, "b c d e f"},
-		{"dead and too many", map[string]int64{"a": 100, "b": 50, "c": 40, "d": 30, "e": 20},
+		{"few healthy archives: nothing to do", 4,
+			map[string]int64{"a": 100, "b": 10, "c": 5}, healthy(map[string]int64{"a": 100, "b": 10, "c": 5}), ""},
+		{"many small archives and one big base: only the small ones merge, the cheapest until half the limit remains", 8,
+			map[string]int64{"base": 700, "s05": 5, "s06": 6, "s07": 7, "s08": 8, "s09": 9, "s10": 10, "s11": 11, "s12": 12, "s13": 13},
+			healthy(map[string]int64{"base": 700, "s05": 5, "s06": 6, "s07": 7, "s08": 8, "s09": 9, "s10": 10, "s11": 11, "s12": 12, "s13": 13}),
+			"s05 s06 s07 s08 s09 s10 s11"},
+		{"an earlier merge is not copied again until a merge would double it", 8,
+			map[string]int64{"base": 700, "merged": 60, "s1": 1, "s2": 2, "s3": 3, "s4": 4, "s5": 5, "s6": 6, "s7": 7, "s8": 8},
+			healthy(map[string]int64{"base": 700, "merged": 60, "s1": 1, "s2": 2, "s3": 3, "s4": 4, "s5": 5, "s6": 6, "s7": 7, "s8": 8}),
+			"s1 s2 s3 s4 s5 s6 s7"},
+		{"...and joins once the small ones merged outweigh it", 8,
+			map[string]int64{"base": 700, "merged": 12, "s1": 5, "s2": 5, "s3": 5, "s4": 5, "s5": 5, "s6": 5, "s7": 15, "s8": 16},
+			healthy(map[string]int64{"base": 700, "merged": 12, "s1": 5, "s2": 5, "s3": 5, "s4": 5, "s5": 5, "s6": 5, "s7": 15, "s8": 16}),
+			"merged s1 s2 s3 s4 s5 s6"},
+		{"a base 70 % dead is rewritten, alone", 8,
+			map[string]int64{"base": 300, "s1": 10, "s2": 10},
+			map[string]int64{"base": 1000, "s1": 10, "s2": 10}, "base"},
+		{"a large archive 40 % dead is not rewritten", 8,
+			map[string]int64{"base": 600, "s1": 10, "s2": 10},
+			map[string]int64{"base": 1000, "s1": 10, "s2": 10}, ""},
+		{"a large archive 40 % dead is not merged to lower the count either", 3,
+			map[string]int64{"base": 600, "big": 400, "s1": 10, "s2": 10, "s3": 10},
+			map[string]int64{"base": 1000, "big": 400, "s1": 10, "s2": 10, "s3": 10}, "s1 s2 s3"},
+		{"a small mostly dead archive alone is not worth a snapshot", 8,
+			map[string]int64{"base": 1000, "s1": 4, "s2": 10},
+			map[string]int64{"base": 1000, "s1": 10, "s2": 10}, ""},
+		{"...but joins a merge that is due", 3,
+			map[string]int64{"base": 1000, "s1": 4, "s2": 10, "s3": 20, "s4": 50},
+			map[string]int64{"base": 1000, "s1": 10, "s2": 10, "s3": 20, "s4": 50}, "s1 s2 s3"},
+		{"dead and too many", 4,
+			map[string]int64{"a": 100, "b": 50, "c": 40, "d": 30, "e": 20},
 			map[string]int64{"a": 1000, "b": 50, "c": 40, "d": 30, "e": 20}, "a c d e"},
+		{"ties in live bytes: the one with more dead bytes first, then by ID", 4,
+			map[string]int64{"a": 10, "b": 10, "c": 10, "d": 10, "e": 10, "f": 10},
+			map[string]int64{"a": 10, "b": 10, "c": 12, "d": 10, "e": 10, "f": 10}, "a b c d e"},
+		{"only large archives: nothing can merge", 2,
+			map[string]int64{"a": 100, "b": 100, "c": 100},
+			healthy(map[string]int64{"a": 100, "b": 100, "c": 100}), ""},
 	} {
-		if got := strings.Join(chooseRewrite(c.live, c.size, p), " "); got != c.want {
+		got := strings.Join(chooseRewrite(c.live, c.size, ConsolidatePolicy{MaxArchives: c.max, MaxDead: 0.5}), " ")
+		if got != c.want {
 			t.Errorf("%s: rewrite %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestRangesUnion(t *testing.T) {
+	// Small files share a frame: their ranges overlap and count once.
+	r := Ranges{{10, 20}, {0, 5}, {10, 20}, {18, 30}, {30, 31}}.normalise()
+	if want := (Ranges{{0, 5}, {10, 31}}); !slices.Equal(r, want) || r.Bytes() != 26 {
+		t.Errorf("normalised %v (%d bytes), want %v (26)", r, r.Bytes(), want)
+	}
+	if u := r.Union(Ranges{{5, 10}, {40, 50}}); u.Bytes() != 41 || len(u) != 2 {
+		t.Errorf("union %v (%d bytes), want [[0 31] [40 50]] (41)", u, u.Bytes())
 	}
 }
 

@@ -5,11 +5,18 @@
 # the final home, and reports the archives the head points into.
 #
 #   scripts/bench/retention.sh [preset] [rounds] [keep]    # default: medium 100 24
+#
+# HOMESNAP_BENCH_KEEP=1 keeps the work directory (stores and binaries) for
+# a closer look, e.g. `go run ./scripts/bench/storestat DIR/store`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PRESET=${1:-medium} ROUNDS=${2:-100} KEEP=${3:-24}
 work=$(mktemp -d /tmp/homesnap-retention.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+if [ "${HOMESNAP_BENCH_KEEP:-}" = 1 ]; then
+  echo "work directory kept: $work" >&2
+else
+  trap 'rm -rf "$work"' EXIT
+fi
 go build -o "$work/bin/" ./cmd/snapshot ./cmd/restore ./cmd/genhome
 b=$work/bin
 export HOMESNAP_LOG_LEVEL=warn HOMESNAP_LOG_FORMAT=json
