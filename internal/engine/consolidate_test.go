@@ -113,6 +113,10 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 	if n := len(res.Totals.Archives); n > 4 || n >= len(before.Archives) {
 		t.Errorf("after consolidation the head points into %d archives %v, want at most 4 and fewer than %d", n, res.Totals.Archives, len(before.Archives))
 	}
+	// The first, full snapshot's archive is the large one: it is not copied.
+	if first := before.Archives[0]; !slices.Contains(res.Totals.Archives, first) {
+		t.Errorf("after consolidation the head points into %v: the base archive %s was copied", res.Totals.Archives, first)
+	}
 	if res.Parent != before.ID || res.Totals.Entries != before.Entries {
 		t.Errorf("consolidated snapshot: parent %s entries %d, want %s and %d", res.Parent, res.Totals.Entries, before.ID, before.Entries)
 	}
