@@ -66,14 +66,11 @@ func Consolidate(ctx context.Context, o SnapshotOptions, p ConsolidatePolicy) (*
 		// No snapshot yet, or the next one is a full one anyway.
 		return &SnapshotResult{Unchanged: true}, err
 	}
-	ranges, err := LiveRanges(ctx, o.Store, head.Snapshot)
+	live, err := LiveBytes(ctx, o.Store, head.Snapshot)
 	if err != nil {
 		return nil, err
 	}
-	live, size := map[string]int64{}, map[string]int64{}
-	for id, r := range ranges {
-		live[id] = r.Bytes()
-	}
+	size := map[string]int64{}
 	err = o.Store.List(ctx, "archives/", func(obj store.Object) error {
 		id := strings.TrimSuffix(strings.TrimPrefix(obj.Key, "archives/"), ".tar.zst")
 		if _, ok := live[id]; ok {

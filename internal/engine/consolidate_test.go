@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -131,5 +133,51 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 	}
 	if next := snap(t, home, st); !next.Unchanged {
 		t.Errorf("a snapshot after consolidation found changes: %+v", next)
+	}
+}
+
+// TestLiveBytesSeesDeadSmallFiles: when most small files of a frame were
+// replaced, the frame stays in the head's ranges, but the live estimate
+// (what a rewrite copies) drops with them.
+func TestLiveBytesSeesDeadSmallFiles(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	dir := filepath.Join(home, "jobs", "many", "builds", "1")
+	os.MkdirAll(dir, 0o755)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	write := func(i int) {
+		b := make([]byte, 20<<10)
+		for j := range b {
+			b[j] = byte(rnd.Uint32())
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("log-%03d", i)), b, 0o644)
+	}
+	for i := range 400 { // 8 MB of incompressible logs: four frames
+		write(i)
+	}
+	base := snap(t, home, st).ID
+	for i := range 400 {
+		if i%10 != 0 { // nine in ten replaced
+			write(i)
+		}
+	}
+	head := snap(t, home, st).ID
+	ctx := context.Background()
+	ranges, err := LiveRanges(ctx, st, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := LiveBytes(ctx, st, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	st.List(ctx, repo.ArchiveKey(base), func(o store.Object) error { size = o.Size; return nil })
+	if r := ranges[base].Bytes(); r < size*3/4 {
+		t.Fatalf("the head's ranges cover %d of the base's %d bytes: the test needs frames kept whole by few live files", r, size)
+	}
+	// Two thirds of the base are those logs, nine in ten of them dead: a
+	// rewrite is due (half dead), which the ranges cannot tell.
+	if l := live[base]; l >= size/2 {
+		t.Errorf("live estimate of the base: %d of %d bytes, want under half", l, size)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -68,6 +69,46 @@ func LiveRanges(ctx context.Context, st store.Store, id string) (map[string]Rang
 	}
 	for a, r := range live {
 		live[a] = r.normalise()
+	}
+	return live, nil
+}
+
+// LiveBytes estimates, per archive snapshot id's files point into, how
+// many of its stored bytes hold those files: what copying them costs, and
+// what the rest of the archive wastes. Ranges overstate it: a frame holds
+// about archive.FrameSize raw bytes of many small files, and one live file
+// keeps the whole frame in the ranges, so an archive whose files were
+// mostly replaced can look nearly all live. Files sharing a range count
+// for the share of the frames' raw bytes they fill.
+func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64, error) {
+	m, err := openManifest(ctx, st, id)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	type span struct {
+		archive        string
+		offset, length int64
+	}
+	raw := map[span]int64{} // live raw bytes per range
+	for {
+		e, err := m.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
+		}
+		if e.HasData() {
+			raw[span{e.Archive, e.Offset, e.Length}] += e.Size
+		}
+	}
+	live := map[string]int64{}
+	for s, n := range raw {
+		// A range holds at least one frame's worth of raw bytes, or the
+		// file that runs on through frames of its own.
+		capacity := max(n, int64(archive.FrameSize))
+		live[s.archive] += int64(float64(s.length) * float64(n) / float64(capacity))
 	}
 	return live, nil
 }

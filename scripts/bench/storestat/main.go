@@ -1,7 +1,9 @@
 // Command storestat shows where a store's bytes go: archives against
-// manifests and records, and per archive how much the head uses, how much
-// only older snapshots still use, and how much no snapshot uses (dead, but
-// stored until no snapshot points into the archive).
+// manifests and records, and per archive the byte ranges the head's files
+// lie in, those only older snapshots still use, those no snapshot uses
+// (stored until no snapshot points into the archive), and an estimate of
+// the bytes the head's files fill (ranges are whole frames shared by many
+// small files; engine.LiveBytes).
 //
 //	go run ./scripts/bench/storestat STORE
 package main
@@ -83,6 +85,12 @@ func run(ctx context.Context, raw string) error {
 			}
 		}
 	}
+	est := map[string]int64{}
+	if h.Head != "" {
+		if est, err = engine.LiveBytes(ctx, st, h.Head); err != nil {
+			return err
+		}
+	}
 	total := archives + manifests + records + other
 	fmt.Printf("store %s: %d snapshots, head %s\n", st, len(h.Snapshots), h.Head)
 	fmt.Printf("total %d bytes: archives %d (%.1f%%), manifests %d (%.1f%%), records %d, other %d\n",
@@ -93,17 +101,17 @@ func run(ctx context.Context, raw string) error {
 	}
 	slices.Sort(ids)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "archive\tbytes\thead uses\tonly older use\tnone uses\tsnapshots\t")
-	var head, older, dead int64
+	fmt.Fprintln(tw, "archive\tbytes\thead uses\tonly older use\tnone uses\tsnapshots\thead live (est.)\t")
+	var head, older, dead, live int64
 	for _, id := range ids {
 		u := use[id]
 		hb, kb := u.head.Bytes(), u.kept.Bytes()
-		head, older, dead = head+hb, older+kb-hb, dead+u.size-kb
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", id, u.size, hb, kb-hb, u.size-kb, u.refs)
+		head, older, dead, live = head+hb, older+kb-hb, dead+u.size-kb, live+est[id]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", id, u.size, hb, kb-hb, u.size-kb, u.refs, est[id])
 	}
 	tw.Flush()
-	fmt.Printf("archive bytes: the head uses %d (%.1f%%), only older snapshots %d (%.1f%%), none %d (%.1f%%)\n",
-		head, pct(head, archives), older, pct(older, archives), dead, pct(dead, archives))
+	fmt.Printf("archive bytes: the head's ranges cover %d (%.1f%%), only older snapshots' %d (%.1f%%), none %d (%.1f%%); the head's files fill about %d (%.1f%%)\n",
+		head, pct(head, archives), older, pct(older, archives), dead, pct(dead, archives), live, pct(live, archives))
 	return nil
 }
 
