@@ -20,6 +20,7 @@ import (
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/lease"
+	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
@@ -131,13 +132,24 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{err}
 	}
 	if cfg.Reencrypt {
-		return reencrypt(ctx, &cfg.AgeSnapshot, st, log, stdout)
+		return underLease(ctx, st, cfg.LeaseTTL, "re-encryption", "stop the sidecar writing to this store first (or wait for its lease to expire)", log,
+			func(ctx context.Context, fence func(store.Store) store.Store) error {
+				return reencrypt(ctx, &cfg.AgeSnapshot, fence(st), log, stdout)
+			})
 	}
 	ok, level := zstd.EncoderLevelFromString(cfg.Level)
 	if !ok {
 		return usageError{fmt.Errorf("level %q: want fastest, default, better or best", cfg.Level)}
 	}
-	enc, err := snapshotStore(ctx, &cfg.AgeSnapshot, st, log)
+	// The sidecar counts store traffic beneath the encryption: the bytes
+	// actually stored and transferred.
+	var m *metrics.Metrics
+	wst := st
+	if !cfg.Once {
+		m = metrics.New()
+		wst = m.Store(st)
+	}
+	enc, err := snapshotStore(ctx, &cfg.AgeSnapshot, wst, log)
 	if err != nil {
 		return err
 	}
@@ -184,16 +196,15 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)
 		defer cancel()
-		l, release, err := holdLease(ctx, st, cfg.LeaseTTL, log, "snapshot refused: ask the running sidecar for one with POST /snapshot or SIGUSR1")
-		if err != nil {
-			return err
-		}
-		defer release()
-		opts.Store = l.Fence(opts.Store)
-		_, err = once(ctx, opts)
-		return err
+		return underLease(ctx, st, cfg.LeaseTTL, "snapshot", "ask the running sidecar for one with POST /snapshot or SIGUSR1", log,
+			func(ctx context.Context, fence func(store.Store) store.Store) error {
+				opts.Store = fence(opts.Store)
+				_, err := once(ctx, opts)
+				return err
+			})
 	}
-	return sidecar(ctx, &cfg, opts, once, lease.New(st, lease.Me(), cfg.LeaseTTL, nil), log)
+	l := lease.New(st, lease.Me(), cfg.LeaseTTL, nil)
+	return sidecar(ctx, &cfg, opts, once, l, m, log)
 }
 
 // withTimeout bounds an operation when a timeout is set.

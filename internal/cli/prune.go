@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/engine"
-	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/prune"
 	"github.com/homesnap/homesnap/internal/retention"
 	"github.com/homesnap/homesnap/internal/store"
@@ -52,15 +51,19 @@ func runPrune(ctx context.Context, st store.Store, r *Retention, dryRun bool, lo
 type pruneConfig struct {
 	Common
 	Retention
-	AgeIdentity      // an encrypted store's records are read through age
-	DryRun      bool `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
+	AgeIdentity               // an encrypted store's records are read through age
+	DryRun      bool          `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
+	LeaseTTL    time.Duration `envconfig:"HOMESNAP_LEASE_TTL" default:"60s" flag:"lease-ttl" desc:"prune holds the store's one-writer lease while it deletes (renewed every third of this); it refuses while another process, such as a running sidecar, holds it"`
 }
 
 func (c *pruneConfig) validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
-	return c.Retention.validate()
+	if err := c.Retention.validate(); err != nil {
+		return err
+	}
+	return positive("--lease-ttl/HOMESNAP_LEASE_TTL", c.LeaseTTL)
 }
 
 const pruneAbout = `Applies a retention policy to a store: deletes the snapshots the policy
@@ -81,16 +84,17 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Records are never encrypted and prune deletes the keys it lists, so
 	// an encrypted store needs no key here.
-	var pst store.Store = st
-	if !cfg.DryRun {
-		l, release, err := holdLease(ctx, st, lease.DefaultTTL, log, "prune refused: a sidecar writing to this store prunes it with its own --keep-* settings; stop it first, or let it prune")
-		if err != nil {
-			return err
-		}
-		defer release()
-		pst = l.Fence(st)
+	var p *prune.Plan
+	do := func(ctx context.Context, st store.Store) (err error) {
+		p, err = runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log)
+		return err
 	}
-	p, err := runPrune(ctx, pst, &cfg.Retention, cfg.DryRun, log)
+	if cfg.DryRun { // writes nothing, so it needs no lease
+		err = do(ctx, st)
+	} else {
+		err = underLease(ctx, st, cfg.LeaseTTL, "prune", "the sidecar writing to this store prunes after every snapshot with its --keep-* policy; stop it first, or let it", log,
+			func(ctx context.Context, fence func(store.Store) store.Store) error { return do(ctx, fence(st)) })
+	}
 	if err != nil {
 		return err
 	}

@@ -32,9 +32,8 @@ type Sidecar struct {
 
 // sidecar runs snapshots every interval, on SIGUSR1 and on POST /snapshot,
 // and a final one when ctx ends (SIGTERM), until the final one is taken.
-func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptions, once func(context.Context, engine.SnapshotOptions) (*engine.SnapshotResult, error), l *lease.Lease, log zerolog.Logger) error {
-	m := metrics.New()
-	opts.Store = l.Fence(m.Store(opts.Store))
+func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptions, once func(context.Context, engine.SnapshotOptions) (*engine.SnapshotResult, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
+	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
 	r := runner.New(runner.Options{
 		Lease:      l,
 		RenewEvery: cfg.LeaseTTL / 3,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -17,18 +16,40 @@ import (
 
 // ConsolidatePolicy bounds what a restore of the head must read. Every
 // incremental snapshot adds an archive the head may point into, and files
-// replaced since leave dead bytes in old archives; consolidation rewrites
-// the live files of the smallest or mostly-dead archives into one new
-// archive, copying their bytes from the store (never re-reading the home),
-// and commits a snapshot of the same tree that points at it.
+// replaced since leave dead bytes in old archives; consolidation copies the
+// live files of some archives into one new archive, from the store (never
+// re-reading the home), and commits a snapshot of the same tree that points
+// at it.
+//
+// Copying is not free: the snapshots retention still keeps point into the
+// old archives, so every byte copied is stored twice until they age out.
+// The choice is therefore size-tiered, as in an LSM tree: the small recent
+// archives are merged, an archive is only copied again once the merge at
+// least doubles what it joins, and a large archive (a quarter or more of
+// what the head uses, such as the first full snapshot's) is only rewritten
+// once most of it is dead.
 type ConsolidatePolicy struct {
-	// MaxArchives: when the head points into more archives, the smallest
-	// are merged until half as many remain. 0 turns consolidation off.
+	// MaxArchives: when the head points into more archives, the cheapest
+	// ones (fewest live bytes) are merged until at most this many remain,
+	// and further while that stays cheap, down to half of it. 0 turns
+	// consolidation off.
 	MaxArchives int
-	// MinLive: an archive whose live bytes are below this fraction of its
-	// size is rewritten too (0 means 0.5).
-	MinLive float64
+	// MaxDead: an archive at least this fraction of which no file of the
+	// head uses is rewritten too (0 means 0.5), alone only when that frees
+	// a tenth of what the head's archives hold.
+	MaxDead float64
 }
+
+// Shares of chooseRewrite's decisions.
+const (
+	// largeShare: an archive holding at least this share of the head's
+	// live bytes is never merged just to lower the count.
+	largeShare = 0.25
+	// minReclaim: rewriting mostly dead archives alone, without a merge
+	// due anyway, must free at least this share of the archives' bytes;
+	// each consolidation stores a manifest and takes a retention slot.
+	minReclaim = 0.1
+)
 
 // Consolidate applies p to the head, taking a consolidating snapshot when
 // it is due (o gives the store, workers and level; o.Home is not read). It
@@ -37,15 +58,15 @@ func Consolidate(ctx context.Context, o SnapshotOptions, p ConsolidatePolicy) (*
 	if p.MaxArchives <= 0 {
 		return &SnapshotResult{Unchanged: true}, nil
 	}
-	if p.MinLive <= 0 {
-		p.MinLive = 0.5
+	if p.MaxDead <= 0 {
+		p.MaxDead = 0.5
 	}
 	head, _, err := repo.LoadHead(ctx, o.Store)
 	if err != nil || head == nil || !slices.Equal(head.Recipients, o.Recipients) {
 		// No snapshot yet, or the next one is a full one anyway.
 		return &SnapshotResult{Unchanged: true}, err
 	}
-	live, err := liveBytes(ctx, o.Store, head.Snapshot)
+	live, err := LiveBytes(ctx, o.Store, head.Snapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -65,49 +86,46 @@ func Consolidate(ctx context.Context, o SnapshotOptions, p ConsolidatePolicy) (*
 		return &SnapshotResult{Parent: head.Snapshot, Unchanged: true}, nil
 	}
 	o.rewrite = map[string]bool{}
+	var copied int64
 	for _, id := range rewrite {
 		o.rewrite[id] = true
+		copied += live[id]
 	}
-	o.Log.Info().Str("head", head.Snapshot).Int("archives", len(live)).Strs("rewrite", rewrite).
+	o.Log.Info().Str("head", head.Snapshot).Int("archives", len(live)).Strs("rewrite", rewrite).Int64("live_bytes", copied).
 		Msg("consolidating: copying the live files of these archives into one")
 	return Snapshot(ctx, o)
 }
 
-// liveBytes sums, per archive, the byte ranges the snapshot's files use.
-func liveBytes(ctx context.Context, st store.Store, id string) (map[string]int64, error) {
-	m, err := openManifest(ctx, st, id)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
-	live := map[string]int64{}
-	for {
-		e, err := m.Next()
-		if errors.Is(err, io.EOF) {
-			return live, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
-		}
-		if e.HasData() {
-			live[e.Archive] += e.Length
-		}
-	}
-}
-
-// chooseRewrite picks the archives to rewrite: those mostly dead, then the
-// smallest until at most half of MaxArchives would remain, counting the
-// new one.
+// chooseRewrite picks the archives to rewrite, given per archive the bytes
+// the head uses (live) and its stored size. It returns them sorted, or nil.
+//
+//   - An archive at least p.MaxDead dead is rewritten whenever a merge is
+//     due, and alone when those archives' dead bytes are worth a snapshot.
+//   - When more than p.MaxArchives would remain, archives are merged
+//     cheapest first (fewest live bytes; ties: the larger, then by ID), skipping
+//     large ones, until at most p.MaxArchives remain; then the next is
+//     merged too while it holds no more live bytes than those merged so
+//     far and more than half of p.MaxArchives remain. That doubling rule
+//     bounds how often a byte is copied, as size-tiered compaction does.
 func chooseRewrite(live, size map[string]int64, p ConsolidatePolicy) []string {
 	ids := make([]string, 0, len(live))
+	var totalLive, totalSize int64
 	for id := range live {
 		ids = append(ids, id)
+		totalLive += live[id]
+		totalSize += max(size[id], live[id])
 	}
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(live[a], live[b]), cmp.Compare(a, b)) })
-	chosen, dead := map[string]bool{}, map[string]bool{}
+	slices.SortFunc(ids, func(a, b string) int {
+		// For the same copy, the larger archive frees more dead bytes.
+		return cmp.Or(cmp.Compare(live[a], live[b]), cmp.Compare(size[b], size[a]), cmp.Compare(a, b))
+	})
+	chosen := map[string]bool{}
+	var merged, reclaim int64 // live bytes copied; dead bytes freed
 	for _, id := range ids {
-		if size[id] > 0 && float64(live[id]) < p.MinLive*float64(size[id]) {
-			chosen[id], dead[id] = true, true
+		if dead := size[id] - live[id]; size[id] > 0 && float64(dead) >= p.MaxDead*float64(size[id]) {
+			chosen[id] = true
+			merged += live[id]
+			reclaim += dead
 		}
 	}
 	remain := func() int {
@@ -117,21 +135,27 @@ func chooseRewrite(live, size map[string]int64, p ConsolidatePolicy) []string {
 		}
 		return n
 	}
-	if remain() > p.MaxArchives {
+	if len(ids) <= p.MaxArchives {
+		if float64(reclaim) < minReclaim*float64(totalSize) {
+			return nil
+		}
+	} else {
 		for _, id := range ids {
-			if remain() <= max(p.MaxArchives/2, 1) {
+			if chosen[id] || float64(live[id]) >= largeShare*float64(totalLive) {
+				continue
+			}
+			if remain() <= p.MaxArchives && (remain() <= max(p.MaxArchives/2, 1) || live[id] > merged) {
 				break
 			}
 			chosen[id] = true
+			merged += live[id]
 		}
 	}
-	var out []string
-	for _, id := range ids {
-		if chosen[id] {
-			out = append(out, id)
-		}
+	out := make([]string, 0, len(chosen))
+	for id := range chosen {
+		out = append(out, id)
 	}
-	if len(out) == 1 && !dead[out[0]] {
+	if len(out) == 1 && reclaim == 0 {
 		return nil // rewriting one healthy archive into another gains nothing
 	}
 	slices.Sort(out)

@@ -4,35 +4,84 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
+// TestChooseRewrite: golden cases of the size-tiered choice. Sizes equal
+// to live bytes mean archives without dead bytes.
 func TestChooseRewrite(t *testing.T) {
-	p := ConsolidatePolicy{MaxArchives: 4, MinLive: 0.5}
+	healthy := func(live map[string]int64) map[string]int64 { return live }
 	for _, c := range []struct {
 		name       string
+		max        int
 		live, size map[string]int64
 		want       string
 	}{
-		{"few healthy archives", map[string]int64{"a": 100, "b": 10, "c": 5}, map[string]int64{"a": 100, "b": 10, "c": 5}, ""},
-		{"one mostly dead archive", map[string]int64{"a": 40, "b": 10}, map[string]int64{"a": 100, "b": 10}, "a"},
-		{"too many: the smallest merge until half the limit remains",
-			map[string]int64{"a": 1000, "b": 50, "c": 40, "d": 30, "e": 20, "f": 10},
-			map[string]int64{"a": 1000, "b": 50, "c": 40, "d": 30, "e": 20, "f": 10}, "b c d e f"},
-		{"dead and too many", map[string]int64{"a": 100, "b": 50, "c": 40, "d": 30, "e": 20},
+		{"few healthy archives: nothing to do", 4,
+			map[string]int64{"a": 100, "b": 10, "c": 5}, healthy(map[string]int64{"a": 100, "b": 10, "c": 5}), ""},
+		{"many small archives and one big base: only the small ones merge, the cheapest until half the limit remains", 8,
+			map[string]int64{"base": 700, "s05": 5, "s06": 6, "s07": 7, "s08": 8, "s09": 9, "s10": 10, "s11": 11, "s12": 12, "s13": 13},
+			healthy(map[string]int64{"base": 700, "s05": 5, "s06": 6, "s07": 7, "s08": 8, "s09": 9, "s10": 10, "s11": 11, "s12": 12, "s13": 13}),
+			"s05 s06 s07 s08 s09 s10 s11"},
+		{"an earlier merge is not copied again until a merge would double it", 8,
+			map[string]int64{"base": 700, "merged": 60, "s1": 1, "s2": 2, "s3": 3, "s4": 4, "s5": 5, "s6": 6, "s7": 7, "s8": 8},
+			healthy(map[string]int64{"base": 700, "merged": 60, "s1": 1, "s2": 2, "s3": 3, "s4": 4, "s5": 5, "s6": 6, "s7": 7, "s8": 8}),
+			"s1 s2 s3 s4 s5 s6 s7"},
+		{"...and joins once the small ones merged outweigh it", 8,
+			map[string]int64{"base": 700, "merged": 12, "s1": 5, "s2": 5, "s3": 5, "s4": 5, "s5": 5, "s6": 5, "s7": 15, "s8": 16},
+			healthy(map[string]int64{"base": 700, "merged": 12, "s1": 5, "s2": 5, "s3": 5, "s4": 5, "s5": 5, "s6": 5, "s7": 15, "s8": 16}),
+			"merged s1 s2 s3 s4 s5 s6"},
+		{"a base 70 % dead is rewritten, alone", 8,
+			map[string]int64{"base": 300, "s1": 10, "s2": 10},
+			map[string]int64{"base": 1000, "s1": 10, "s2": 10}, "base"},
+		{"a large archive 40 % dead is not rewritten", 8,
+			map[string]int64{"base": 600, "s1": 10, "s2": 10},
+			map[string]int64{"base": 1000, "s1": 10, "s2": 10}, ""},
+		{"a large archive 40 % dead is not merged to lower the count either", 3,
+			map[string]int64{"base": 600, "big": 400, "s1": 10, "s2": 10, "s3": 10},
+			map[string]int64{"base": 1000, "big": 400, "s1": 10, "s2": 10, "s3": 10}, "s1 s2 s3"},
+		{"a small mostly dead archive alone is not worth a snapshot", 8,
+			map[string]int64{"base": 1000, "s1": 4, "s2": 10},
+			map[string]int64{"base": 1000, "s1": 10, "s2": 10}, ""},
+		{"...but joins a merge that is due", 3,
+			map[string]int64{"base": 1000, "s1": 4, "s2": 10, "s3": 20, "s4": 50},
+			map[string]int64{"base": 1000, "s1": 10, "s2": 10, "s3": 20, "s4": 50}, "s1 s2 s3"},
+		{"dead and too many", 4,
+			map[string]int64{"a": 100, "b": 50, "c": 40, "d": 30, "e": 20},
 			map[string]int64{"a": 1000, "b": 50, "c": 40, "d": 30, "e": 20}, "a c d e"},
+		{"ties in live bytes: the one with more dead bytes first, then by ID", 4,
+			map[string]int64{"a": 10, "b": 10, "c": 10, "d": 10, "e": 10, "f": 10},
+			map[string]int64{"a": 10, "b": 10, "c": 12, "d": 10, "e": 10, "f": 10}, "a b c d e"},
+		{"only large archives: nothing can merge", 2,
+			map[string]int64{"a": 100, "b": 100, "c": 100},
+			healthy(map[string]int64{"a": 100, "b": 100, "c": 100}), ""},
 	} {
-		if got := strings.Join(chooseRewrite(c.live, c.size, p), " "); got != c.want {
+		got := strings.Join(chooseRewrite(c.live, c.size, ConsolidatePolicy{MaxArchives: c.max, MaxDead: 0.5}), " ")
+		if got != c.want {
 			t.Errorf("%s: rewrite %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestRangesUnion(t *testing.T) {
+	// Small files share a frame: their ranges overlap and count once.
+	r := Ranges{{10, 20}, {0, 5}, {10, 20}, {18, 30}, {30, 31}}.normalise()
+	if want := (Ranges{{0, 5}, {10, 31}}); !slices.Equal(r, want) || r.Bytes() != 26 {
+		t.Errorf("normalised %v (%d bytes), want %v (26)", r, r.Bytes(), want)
+	}
+	if u := r.Union(Ranges{{5, 10}, {40, 50}}); u.Bytes() != 41 || len(u) != 2 {
+		t.Errorf("union %v (%d bytes), want [[0 31] [40 50]] (41)", u, u.Bytes())
 	}
 }
 
@@ -66,6 +115,10 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 	if n := len(res.Totals.Archives); n > 4 || n >= len(before.Archives) {
 		t.Errorf("after consolidation the head points into %d archives %v, want at most 4 and fewer than %d", n, res.Totals.Archives, len(before.Archives))
 	}
+	// The first, full snapshot's archive is the large one: it is not copied.
+	if first := before.Archives[0]; !slices.Contains(res.Totals.Archives, first) {
+		t.Errorf("after consolidation the head points into %v: the base archive %s was copied", res.Totals.Archives, first)
+	}
 	if res.Parent != before.ID || res.Totals.Entries != before.Entries {
 		t.Errorf("consolidated snapshot: parent %s entries %d, want %s and %d", res.Parent, res.Totals.Entries, before.ID, before.Entries)
 	}
@@ -80,5 +133,51 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 	}
 	if next := snap(t, home, st); !next.Unchanged {
 		t.Errorf("a snapshot after consolidation found changes: %+v", next)
+	}
+}
+
+// TestLiveBytesSeesDeadSmallFiles: when most small files of a frame were
+// replaced, the frame stays in the head's ranges, but the live estimate
+// (what a rewrite copies) drops with them.
+func TestLiveBytesSeesDeadSmallFiles(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	dir := filepath.Join(home, "jobs", "many", "builds", "1")
+	os.MkdirAll(dir, 0o755)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	write := func(i int) {
+		b := make([]byte, 20<<10)
+		for j := range b {
+			b[j] = byte(rnd.Uint32())
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("log-%03d", i)), b, 0o644)
+	}
+	for i := range 400 { // 8 MB of incompressible logs: four frames
+		write(i)
+	}
+	base := snap(t, home, st).ID
+	for i := range 400 {
+		if i%10 != 0 { // nine in ten replaced
+			write(i)
+		}
+	}
+	head := snap(t, home, st).ID
+	ctx := context.Background()
+	ranges, err := LiveRanges(ctx, st, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := LiveBytes(ctx, st, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	st.List(ctx, repo.ArchiveKey(base), func(o store.Object) error { size = o.Size; return nil })
+	if r := ranges[base].Bytes(); r < size*3/4 {
+		t.Fatalf("the head's ranges cover %d of the base's %d bytes: the test needs frames kept whole by few live files", r, size)
+	}
+	// Two thirds of the base are those logs, nine in ten of them dead: a
+	// rewrite is due (half dead), which the ranges cannot tell.
+	if l := live[base]; l >= size/2 {
+		t.Errorf("live estimate of the base: %d of %d bytes, want under half", l, size)
 	}
 }

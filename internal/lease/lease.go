@@ -63,11 +63,6 @@ func (e *HeldError) Error() string {
 // process was stalled): it must stop writing.
 var ErrLost = errors.New("the store's lease was lost to another writer")
 
-// DefaultTTL is how long a one-shot command's lease lasts after each
-// renewal: long enough for a slow store round trip, short enough that a
-// crashed command blocks the next writer only briefly.
-const DefaultTTL = time.Minute
-
 // Lease is this process's claim on a store.
 type Lease struct {
 	st  store.Store
@@ -157,25 +152,6 @@ func (l *Lease) Held() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.version != "" && l.now().Before(l.expires)
-}
-
-// Keep renews the lease every third of its TTL until ctx ends, for a
-// one-shot writer whose work may outlast one TTL (a first snapshot of a
-// large home, a prune). A failed renewal goes to onErr; once the lease is
-// lost, the fence refuses the writer's head move and deletes.
-func (l *Lease) Keep(ctx context.Context, onErr func(error)) {
-	t := time.NewTicker(l.ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := l.Acquire(ctx); err != nil && ctx.Err() == nil {
-				onErr(err)
-			}
-		}
-	}
 }
 
 // Release gives the lease up at once (the pod is stopping), so the next

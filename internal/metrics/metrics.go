@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,7 +71,7 @@ func New() *Metrics {
 		archives:    gauge("head_archives", "Archives the newest snapshot references (what a restore reads)."),
 		leaseHeld:   gauge("lease_held", "1 while this process holds the store's one-writer lease."),
 		bytesRead:   counter("home_read_bytes_total", "Bytes of changed files read from the home."),
-		bytesStored: counter("stored_bytes_total", "Compressed archive bytes written to the store."),
+		bytesStored: counter("stored_bytes_total", "Archive bytes written to the store, as stored: compressed, and encrypted when the store is (snapshots and consolidations)."),
 		storeOps:    vec("store_operations_total", "Store operations by kind.", "op"),
 		storeErrors: vec("store_errors_total", "Failed store operations by kind.", "op"),
 		storeBytes:  vec("store_bytes_total", "Bytes transferred to and from the store.", "direction"),
@@ -99,7 +100,6 @@ func (m *Metrics) Observe(start, end time.Time, res *engine.SnapshotResult, err 
 		m.deleted.Set(float64(res.Deleted))
 		m.archives.Set(float64(len(res.Totals.Archives)))
 		m.bytesRead.Add(float64(res.Totals.NewBytes))
-		m.bytesStored.Add(float64(res.Stored))
 	}
 	m.lastSuccess.Set(float64(end.Unix()))
 }
@@ -132,7 +132,9 @@ func Kind(err error) string {
 	return "other"
 }
 
-// Store wraps s so that every operation, error and byte is counted.
+// Store wraps s so that every operation, error and byte is counted. Wrap
+// the backend itself, beneath any encryption, so that the bytes counted
+// are those stored.
 func (m *Metrics) Store(s store.Store) store.Store { return &metered{Store: s, m: m} }
 
 type metered struct {
@@ -149,7 +151,12 @@ func (s *metered) op(name string, err error) error {
 }
 
 func (s *metered) Put(ctx context.Context, key string, r io.Reader) error {
-	return s.op("put", s.Store.Put(ctx, key, &counting{r: r, c: s.m.storeBytes.WithLabelValues("out")}))
+	c := &counting{r: r, c: s.m.storeBytes.WithLabelValues("out")}
+	err := s.Store.Put(ctx, key, c)
+	if err == nil && strings.HasPrefix(key, "archives/") {
+		s.m.bytesStored.Add(float64(c.n))
+	}
+	return s.op("put", err)
 }
 
 func (s *metered) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
@@ -186,11 +193,13 @@ func (s *metered) Swap(ctx context.Context, key string, data []byte, old store.V
 type counting struct {
 	r io.Reader
 	c prometheus.Counter
+	n int64
 }
 
 func (c *counting) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.c.Add(float64(n))
+	c.n += int64(n)
 	return n, err
 }
 

@@ -92,9 +92,16 @@ func MakePlan(in Inputs) *Plan {
 			dropped[d.ID] = true
 		}
 	}
-	referenced, keepAllArchives := map[string]bool{}, false
+	// released: archives a dropped snapshot pointed into. They were
+	// committed, so once no kept snapshot points into them they go now,
+	// even when their own snapshot was dropped by an earlier prune (while
+	// a kept one still needed them) and is no longer in the history.
+	referenced, released, keepAllArchives := map[string]bool{}, map[string]bool{}, false
 	for _, r := range h.Snapshots {
 		if !kept[r.ID] {
+			for _, a := range r.Archives {
+				released[a] = true
+			}
 			continue
 		}
 		if r.Partial {
@@ -137,6 +144,8 @@ func MakePlan(in Inputs) *Plan {
 			if kind == "archive" {
 				why = "archive of a dropped snapshot that no kept snapshot points into"
 			}
+		case kind == "archive" && released[id]:
+			why = "archive of a snapshot dropped earlier, and the last snapshots that pointed into it were dropped now"
 		case unreferenced[id] && old:
 			why = fmt.Sprintf("never committed (a lost race or a crash) and older than %v", in.Delay)
 		case !unreferenced[id] && h.Find(id) == nil && old:

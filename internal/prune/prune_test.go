@@ -105,6 +105,14 @@ func TestMakePlan(t *testing.T) {
 	if got := render(p); !strings.Contains(got, "delete archives/"+idA+".tar.zst (archive of a dropped snapshot") {
 		t.Errorf("dead archive kept:\n%s", got)
 	}
+	// A's snapshot was dropped by an earlier prune while B and C still
+	// pointed into its archive; when they are dropped, the archive goes at
+	// once, not after the delay for uploads in flight.
+	h4 := &repo.History{Head: idC, Snapshots: []*repo.Record{rec(idC, idB, idC), rec(idB, "", idA, idB)}}
+	p = MakePlan(Inputs{History: h4, Objects: objs(now, append(all(idB, idC), repo.ArchiveKey(idA))...), Policy: retention.Policy{Last: 1}, Now: now, Delay: time.Hour})
+	if got := render(p); !strings.Contains(got, "delete archives/"+idA+".tar.zst (archive of a snapshot dropped earlier") {
+		t.Errorf("an archive only dropped snapshots pointed into was kept:\n%s", got)
+	}
 	// A kept snapshot from before records (no archive list) keeps every archive.
 	const idOld = "20261101T100000.000Z-eeeeee"
 	old := rec(idOld, "")

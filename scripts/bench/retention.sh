@@ -5,12 +5,19 @@
 # the final home, and reports the archives the head points into.
 #
 #   scripts/bench/retention.sh [preset] [rounds] [keep]    # default: medium 100 24
+#
+# HOMESNAP_BENCH_KEEP=1 keeps the work directory (stores and binaries) for
+# a closer look, e.g. `go run ./scripts/bench/storestat DIR/store`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PRESET=${1:-medium} ROUNDS=${2:-100} KEEP=${3:-24}
 work=$(mktemp -d /tmp/homesnap-retention.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-go build -o "$work/bin/" ./cmd/snapshot ./cmd/restore ./cmd/genhome
+if [ "${HOMESNAP_BENCH_KEEP:-}" = 1 ]; then
+  echo "work directory kept: $work" >&2
+else
+  trap 'rm -rf "$work"' EXIT
+fi
+go build -o "$work/bin/" ./cmd/snapshot ./cmd/restore ./cmd/genhome ./scripts/bench/storestat
 b=$work/bin
 export HOMESNAP_LOG_LEVEL=warn HOMESNAP_LOG_FORMAT=json
 $b/genhome -preset "$PRESET" -seed 1 "$work/home" >/dev/null
@@ -28,3 +35,10 @@ read -r snaps archives < <($b/restore --list --output json --store "$work/store"
 echo "preset $PRESET, $ROUNDS rounds of 1 % churn, --keep-last $KEEP"
 echo "stored: $stored bytes in $snaps snapshots; one fresh full snapshot: $fresh bytes; ratio $(awk "BEGIN{printf \"%.2f\", $stored/$fresh}")"
 echo "archives the head points into: $archives"
+# Archives and manifests apart: they answer to different changes.
+part() { find "$1" -path "*/$2" -type f -printf '%s\n' | awk '{s+=$1} END{print s+0}'; }
+sa=$(part "$work/store" 'archives/*') fa=$(part "$work/fresh" 'archives/*')
+sm=$(part "$work/store" 'snapshots/*.json.zst*') fm=$(part "$work/fresh" 'snapshots/*.json.zst*')
+echo "archives: $sa bytes, $(awk "BEGIN{printf \"%.2f\", $sa/$fa}")× the fresh snapshot's archive ($fa)"
+echo "manifests: $sm bytes, $(awk "BEGIN{printf \"%.1f\", $sm/$fm}")× the fresh snapshot's manifest ($fm)"
+$b/storestat "$work/store" | tail -1
