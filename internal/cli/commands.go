@@ -105,6 +105,7 @@ type snapshotConfig struct {
 	AgeSnapshot
 	Sidecar
 	Retention
+	Importing
 	ConsolidateMax int  `envconfig:"HOMESNAP_CONSOLIDATE_MAX_ARCHIVES" default:"8" flag:"consolidate-max-archives" desc:"after a snapshot, when the head points into more archives than this (or into one mostly dead), copy the small ones' live files into one (0: never)"`
 	Prune          bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
 }
@@ -172,6 +173,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return res, nil
 	}
 	l := lease.New(st, lease.Me(), cfg.LeaseTTL, nil)
+	if cfg.Import != "" {
+		return runImport(ctx, &cfg, enc, archive.Level(level), l, log, stdout)
+	}
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)
 		defer cancel()
