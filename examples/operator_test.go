@@ -182,6 +182,9 @@ func TestOperatorExample(t *testing.T) {
 	if binMount == "" {
 		t.Fatalf("no volume of image %s mounted into jenkins-master", image)
 	}
+	if data, _ := os.ReadFile("../Dockerfile"); !regexp.MustCompile(`(?m)^COPY --from=build .*/out/restore .*/usr/local/bin/$`).Match(data) {
+		t.Error("the Dockerfile no longer installs restore in /usr/local/bin/, where the example runs it from the image volume")
+	}
 	script := ""
 	if len(jenkins.Command) == 3 && jenkins.Command[0] == "bash" && jenkins.Command[1] == "-c" {
 		script = jenkins.Command[2]

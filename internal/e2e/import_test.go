@@ -269,6 +269,7 @@ func TestImportRefusesHostileArchives(t *testing.T) {
 		{"device", []*tar.Header{{Name: "jobs/a/dev", Typeflag: tar.TypeChar, Mode: 0o644, Devmajor: 1, Devminor: 3}}, "device file"},
 		{"hard link", []*tar.Header{file("jobs/a/f"), {Name: "jobs/a/g", Typeflag: tar.TypeLink, Linkname: "jobs/a/f"}}, "hard link"},
 		{"duplicate", []*tar.Header{file("jobs/a/f"), file("jobs/a/f")}, "appears twice"},
+		{"long name", []*tar.Header{file("jobs/a/" + strings.Repeat("n", 300))}, "longer than"},
 		{"setuid", []*tar.Header{{Name: "jobs/a/su", Typeflag: tar.TypeReg, Mode: 0o4755, Size: 1}}, "setuid"},
 	}
 	for _, c := range cases {

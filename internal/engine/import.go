@@ -263,6 +263,11 @@ func importEntry(h *tar.Header, o *ImportOptions) (*archive.Entry, error) {
 	if err := archive.CheckPath(name); err != nil {
 		return nil, bad("%v", err)
 	}
+	// Linux's PATH_MAX and NAME_MAX: a longer path could not be restored,
+	// and would make the manifest line unreadable.
+	if len(name) > 4096 || len(h.Linkname) > 4096 || slices.ContainsFunc(strings.Split(name, "/"), func(c string) bool { return len(c) > 255 }) {
+		return nil, bad("is longer than a Linux path or file name may be")
+	}
 	if first, _, _ := strings.Cut(name, "/"); first != o.Root {
 		return nil, bad("lies outside %s/; an operator backup holds %s/ only. For another archive, extract it onto the home's volume and take `snapshot --once --home DIR`", o.Root, o.Root)
 	}
