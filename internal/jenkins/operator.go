@@ -10,7 +10,9 @@ package jenkins
 // agents nor credentials come back from it.
 var OperatorBackup = Selection{
 	Include: []string{"jobs"},
-	Exclude: []string{"jobs/*/config.xml", "jobs/*/**/workspace*"},
+	// Jenkins' half-written temp files are in the archive when it was
+	// taken mid-save; the import skips them as every snapshot does.
+	Exclude: []string{"jobs/*/config.xml", "jobs/*/**/workspace*", inFlight},
 }
 
 // OperatorBackupRoot is the one top-level directory of an operator backup.
