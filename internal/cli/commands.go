@@ -107,6 +107,7 @@ type snapshotConfig struct {
 	AgeSnapshot
 	Sidecar
 	Retention
+	Importing
 	ConsolidateMax int  `envconfig:"HOMESNAP_CONSOLIDATE_MAX_ARCHIVES" default:"8" flag:"consolidate-max-archives" desc:"after a snapshot, when the head points into more archives than this (or into one mostly dead), copy the small ones' live files into one (0: never)"`
 	Prune          bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
 }
@@ -192,6 +193,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			runPrune(ctx, opts.Store, &cfg.Retention, false, log) // logged; the snapshot stands either way
 		}
 		return res, nil
+	}
+	if cfg.Import != "" {
+		return runImport(ctx, &cfg, st, enc, archive.Level(level), log, stdout)
 	}
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)

@@ -27,6 +27,7 @@ type Sidecar struct {
 	Listen    string        `envconfig:"HOMESNAP_LISTEN" default:":9090" flag:"listen" desc:"address of /healthz, /readyz, /metrics and POST /snapshot (off: none)"`
 	WaitURL   string        `envconfig:"HOMESNAP_FINAL_WAIT_URL" flag:"final-wait-url" desc:"classic sidecars: before the final snapshot, wait until Jenkins stops answering at this URL (e.g. http://127.0.0.1:8080/login)"`
 	WaitQuiet time.Duration `envconfig:"HOMESNAP_FINAL_WAIT_QUIET" flag:"final-wait-quiet" desc:"classic sidecars: before the final snapshot, wait until the selected files have not changed for this long"`
+	StartURL  string        `envconfig:"HOMESNAP_START_WAIT_URL" flag:"start-wait-url" desc:"when the restore runs inside the Jenkins container (the Jenkins operator), take the first snapshot only once Jenkins answers at this URL (e.g. http://127.0.0.1:8080/login)"`
 	LeaseTTL  time.Duration `envconfig:"HOMESNAP_LEASE_TTL" default:"60s" flag:"lease-ttl" desc:"the one-writer lease lasts this long after each renewal (renewed every third of it); another sidecar takes over after it expires"`
 }
 
@@ -40,6 +41,7 @@ func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptio
 		OnLease:    m.LeaseHeld,
 		Take:       func(ctx context.Context) (*engine.SnapshotResult, error) { return once(ctx, opts) },
 		Interval:   cfg.Interval,
+		Start:      runner.Start{URL: cfg.StartURL},
 		Log:        log,
 		Observe:    func(a runner.Attempt) { m.Observe(a.Start, a.End, a.Result, a.Err) },
 		Final: runner.Final{

@@ -36,9 +36,12 @@ type Options struct {
 	// 0 means 0.1, a negative value none.
 	Jitter float64
 	Final  Final
-	Clock  Clock          // nil: the system clock
-	Rand   func() float64 // nil: math/rand/v2; in [0, 1)
-	Log    zerolog.Logger
+	// Start, when its URL is set, holds the first snapshot back until
+	// Jenkins answers.
+	Start Start
+	Clock Clock          // nil: the system clock
+	Rand  func() float64 // nil: math/rand/v2; in [0, 1)
+	Log   zerolog.Logger
 	// Observe, when set, is told about every attempt (metrics).
 	Observe func(Attempt)
 	// Lease, when set, makes this runner the store's one writer: it is
@@ -101,11 +104,17 @@ func (r *Runner) Trigger() {
 	}
 }
 
-// Run takes a snapshot at once, then one per interval or trigger, until ctx
+// Run takes a snapshot at once (after Start's wait), then one per interval or trigger, until ctx
 // ends; then it waits for Jenkins to stop (Final) and takes the final
 // snapshot, whose error it returns.
 func (r *Runner) Run(ctx context.Context) error {
 	r.o.Log.Info().Dur("interval", r.o.Interval).Msg("snapshot sidecar started")
+	if !r.o.Start.wait(ctx, r.o.Clock, r.o.Log) {
+		// Jenkins never started: the home may not hold the restored state,
+		// so no final snapshot may overwrite the store's head with it.
+		r.o.Log.Warn().Str("url", r.o.Start.URL).Msg("stopped before Jenkins answered; no snapshot taken, the store is unchanged")
+		return nil
+	}
 	if r.o.Lease != nil {
 		go r.renew(ctx)
 	}

@@ -1,0 +1,91 @@
+package runner
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/engine"
+)
+
+// TestFirstSnapshotWaitsForJenkins: with a start URL, nothing is taken while
+// Jenkins does not answer (its container is still restoring); the first
+// snapshot follows its first answer, even a 503 while it loads.
+func TestFirstSnapshotWaitsForJenkins(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens yet: the restore is running
+	var up atomic.Bool
+	taken := make(chan bool, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := New(Options{
+		Interval: time.Hour, Log: zerolog.Nop(),
+		Take: func(context.Context) (*engine.SnapshotResult, error) {
+			taken <- up.Load()
+			return &engine.SnapshotResult{}, nil
+		},
+		Start: Start{URL: "http://" + addr + "/login", Poll: 10 * time.Millisecond},
+	})
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-taken:
+		t.Fatal("a snapshot was taken before Jenkins answered")
+	default:
+	}
+	jenkins := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Jenkins is getting ready to work", http.StatusServiceUnavailable)
+	}))
+	if jenkins.Listener, err = net.Listen("tcp", addr); err != nil {
+		t.Skipf("port %s taken meanwhile: %v", addr, err)
+	}
+	up.Store(true)
+	jenkins.Start()
+	defer jenkins.Close()
+	if !expect(t, "first snapshot after Jenkins answered", taken) {
+		t.Error("the first snapshot ran before Jenkins answered")
+	}
+	cancel()
+	<-done
+}
+
+// TestNoSnapshotWhenJenkinsNeverStarted: stopped while waiting (the restore
+// failed, the pod is deleted), the runner takes no final snapshot, which
+// would record the unrestored home as the newest state.
+func TestNoSnapshotWhenJenkinsNeverStarted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var calls atomic.Int32
+	r := New(Options{
+		Interval: time.Hour, Log: zerolog.Nop(),
+		Take: func(context.Context) (*engine.SnapshotResult, error) {
+			calls.Add(1)
+			return &engine.SnapshotResult{}, nil
+		},
+		Final: Final{Timeout: time.Second},
+		Start: Start{URL: "http://" + addr + "/login", Poll: 10 * time.Millisecond},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("Run: %v, want nil (nothing to save)", err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("%d snapshots taken although Jenkins never answered", n)
+	}
+}
