@@ -87,7 +87,7 @@ func liveBytes(ctx context.Context, st store.Store, id string) (map[string]int64
 			return live, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
+			return nil, err // it names the manifest layer at fault
 		}
 		if e.HasData() {
 			live[e.Archive] += e.Length

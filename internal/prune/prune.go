@@ -75,7 +75,10 @@ type Inputs struct {
 
 // MakePlan decides what to delete. Kept snapshots keep every archive their
 // records name; a snapshot whose record does not name its archives (taken
-// before records existed) keeps every archive, to be safe.
+// before records existed) keeps every archive, to be safe. They also keep
+// every manifest their records list (a delta manifest needs the older
+// manifests it applies to), so a dropped snapshot's manifest stays as long
+// as a kept snapshot's chain needs it.
 func MakePlan(in Inputs) *Plan {
 	h := in.History
 	p := &Plan{Policy: in.Policy}
@@ -92,7 +95,7 @@ func MakePlan(in Inputs) *Plan {
 			dropped[d.ID] = true
 		}
 	}
-	referenced, keepAllArchives := map[string]bool{}, false
+	referenced, keepAllArchives, layers := map[string]bool{}, false, map[string]bool{}
 	for _, r := range h.Snapshots {
 		if !kept[r.ID] {
 			continue
@@ -103,6 +106,13 @@ func MakePlan(in Inputs) *Plan {
 		for _, a := range r.Archives {
 			referenced[a] = true
 		}
+		for _, id := range r.Layers() {
+			layers[id] = true
+		}
+	}
+	layerOnly := map[string]bool{}
+	for _, id := range h.Layers {
+		layerOnly[id] = true
 	}
 	// Reparent: walk the history oldest first, linking each kept snapshot
 	// to the newest kept one before it.
@@ -132,11 +142,15 @@ func MakePlan(in Inputs) *Plan {
 		switch {
 		case kind == "archive" && (referenced[id] || keepAllArchives):
 			continue // a kept snapshot points into it
+		case kind == "snapshot" && layers[id] && isManifest(o.Key):
+			continue // a kept snapshot's delta manifest applies to it
 		case dropped[id]:
 			why = "snapshot dropped by the policy (" + in.Policy.String() + ")"
 			if kind == "archive" {
 				why = "archive of a dropped snapshot that no kept snapshot points into"
 			}
+		case layerOnly[id]:
+			why = "record of a snapshot dropped earlier (its manifest stays while a kept snapshot's delta needs it)"
 		case unreferenced[id] && old:
 			why = fmt.Sprintf("never committed (a lost race or a crash) and older than %v", in.Delay)
 		case !unreferenced[id] && h.Find(id) == nil && old:
@@ -174,6 +188,11 @@ func objectID(key string) (id, kind string) {
 		return id, "snapshot"
 	}
 	return "", ""
+}
+
+// isManifest tells a manifest's key (plain or encrypted) from a record's.
+func isManifest(key string) bool {
+	return strings.HasSuffix(strings.TrimSuffix(key, repo.EncryptedSuffix), ".json.zst")
 }
 
 // idTime is when a snapshot ID was made.

@@ -184,9 +184,18 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 			t.Errorf("snapshot %s restores differently after prune: %v", id, d[:min(len(d), 5)])
 		}
 	}
+	needed := map[string]bool{}
+	for _, r := range h.Snapshots {
+		for _, id := range r.Layers() {
+			needed[id] = true
+		}
+	}
 	for _, id := range ids[:3] {
-		if _, err := st.Get(ctx, repo.ManifestKey(id), 0, -1); err == nil {
-			t.Errorf("dropped snapshot %s is still stored", id)
+		if _, err := st.Get(ctx, repo.RecordKey(id), 0, -1); err == nil {
+			t.Errorf("dropped snapshot %s is still recorded", id)
+		}
+		if _, err := st.Get(ctx, repo.ManifestKey(id), 0, -1); (err == nil) != needed[id] {
+			t.Errorf("dropped snapshot %s: manifest stored %v, but a kept snapshot's chain needs it: %v", id, err == nil, needed[id])
 		}
 	}
 	// Later, the orphan is old enough.
