@@ -43,12 +43,14 @@ type SnapshotOptions struct {
 	// parent's, the snapshot is a full one, so that all it references is
 	// encrypted to the same recipients (key rotation, migration).
 	Recipients []string
+	// MaxManifestChain bounds the manifests a restore of this snapshot
+	// merges: a parent whose chain is this long gets a full manifest on
+	// top (0 means DefaultManifestChain; 1 writes full manifests only).
+	MaxManifestChain int
 
 	// rewrite, set by Consolidate, takes the parent's tree instead of the
 	// home's and copies the files of these archives into the new one.
 	rewrite map[string]bool
-	// maxChain overrides maxManifestChain (tests).
-	maxChain int
 }
 
 // SnapshotResult describes a committed (or skipped) snapshot.
