@@ -94,6 +94,19 @@ func (c *ChainReader) advance(i int) error {
 // was read and matched the top layer's totals.
 func (c *ChainReader) Next() (*Entry, error) {
 	for {
+		top, _, err := c.NextPair(len(c.layers) - 1)
+		if err != nil || top != nil {
+			return top, err
+		}
+	}
+}
+
+// NextPair returns, path by path, the entry the whole chain resolves to
+// (top) and the one the layers up to index cut resolve to (below): what a
+// delta on the snapshot of layer cut compares with. Either is nil where
+// its view lacks the path; a path neither has is skipped. io.EOF as Next.
+func (c *ChainReader) NextPair(cut int) (top, below *Entry, err error) {
+	for {
 		var path string
 		found := false
 		for _, h := range c.heads {
@@ -102,37 +115,53 @@ func (c *ChainReader) Next() (*Entry, error) {
 			}
 		}
 		if !found {
-			return nil, c.end()
+			return nil, nil, c.end()
 		}
 		// Resolve bottom up, so a deletion marker that deletes nothing
 		// (damage) is caught.
 		var e *Entry
 		for i, h := range c.heads {
-			if h == nil || h.Path != path {
-				continue
-			}
-			if h.Type == TypeDeleted {
-				if e == nil {
-					return nil, fmt.Errorf("%s: %w manifest: deletes %q, which its base does not have", c.names[i], ErrCorrupt, path)
+			if h != nil && h.Path == path {
+				if h.Type == TypeDeleted {
+					if e == nil {
+						return nil, nil, fmt.Errorf("%s: %w manifest: deletes %q, which its base does not have", c.names[i], ErrCorrupt, path)
+					}
+					e = nil
+				} else {
+					e = h
 				}
-				e = nil
-			} else {
-				e = h
+				if err := c.advance(i); err != nil {
+					return nil, nil, err
+				}
 			}
-			if err := c.advance(i); err != nil {
-				return nil, err
+			if i == cut {
+				below = e
 			}
 		}
-		if e == nil {
+		if e == nil && below == nil {
 			continue
 		}
-		c.n++
-		if e.Type == TypeFile {
-			c.files++
-			c.bytes += e.Size
+		if e != nil {
+			c.n++
+			if e.Type == TypeFile {
+				c.files++
+				c.bytes += e.Size
+			}
 		}
-		return e, nil
+		return e, below, nil
 	}
+}
+
+// DeltaLines sums the lines of the delta layers up to index upTo, once
+// the chain was read to its end; ok is false before.
+func (c *ChainReader) DeltaLines(upTo int) (n int64, ok bool) {
+	for _, l := range c.layers[1 : upTo+1] {
+		if l.Totals == nil {
+			return 0, false
+		}
+		n += l.Totals.Lines
+	}
+	return n, true
 }
 
 func (c *ChainReader) end() error {

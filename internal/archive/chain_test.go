@@ -217,3 +217,48 @@ func TestFormat1ManifestStillReads(t *testing.T) {
 		t.Fatalf("format 1 manifest: %v %+v", err, got)
 	}
 }
+
+// TestChainPairsWithAnOlderView: NextPair gives, beside the resolved
+// entry, the one an older layer of the chain resolves to, including paths
+// only one of the views has.
+func TestChainPairsWithAnOlderView(t *testing.T) {
+	s1 := tree("a", "a/x:f", "b")
+	s2 := tree("a", "a/x:f2", "c")
+	s3 := tree("a", "a/x:f2", "d")
+	c, err := openChain(t, layer(t, "s1", nil, nil, s1),
+		layer(t, "s2", []string{"s1", "s2"}, s1, s2),
+		layer(t, "s3", []string{"s1", "s2", "s3"}, s2, s3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got []string
+	name := func(e *Entry) string {
+		if e == nil {
+			return "-"
+		}
+		return string(e.Type) + fmt.Sprint(e.Size)
+	}
+	for {
+		top, below, err := c.NextPair(0)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := cmpOr(top, below).Path
+		got = append(got, path+"="+name(top)+"/"+name(below))
+	}
+	// c was added and deleted above the older view: neither has it.
+	if want := "a=d0/d0 a/x=f2/f1 b=-/d0 d=d0/-"; strings.Join(got, " ") != want {
+		t.Errorf("pairs %q, want %q", got, want)
+	}
+}
+
+func cmpOr(a, b *Entry) *Entry {
+	if a != nil {
+		return a
+	}
+	return b
+}

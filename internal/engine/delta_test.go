@@ -242,24 +242,61 @@ func TestDeltasCarryEveryKindOfChange(t *testing.T) {
 	}
 }
 
-// TestManifestChainAtItsLimitStartsAFullOne: the chain never grows past the
-// limit; the snapshot after it writes a full manifest.
-func TestManifestChainAtItsLimitStartsAFullOne(t *testing.T) {
+// TestManifestChainAtItsLimitIsCompacted: the chain never grows past the
+// limit: at the limit, the upper half of the chain is merged into the new
+// delta, on an older base, and every snapshot still restores exactly.
+func TestManifestChainAtItsLimitIsCompacted(t *testing.T) {
 	home, st := newHome(t), newStore(t)
-	var lens []int
-	var last *SnapshotResult
-	for i := range 5 {
+	var chains [][]string
+	trees := map[string]testhome.Tree{}
+	for i := range 7 {
 		if i > 0 {
 			appendTo(t, filepath.Join(home, "jobs/test/builds/2/log"), "more\n")
 		}
-		last = snapWith(t, home, st, 3)
-		lens = append(lens, len(last.Manifests))
+		res := snapWith(t, home, st, 4)
+		chains = append(chains, res.Manifests)
+		trees[res.ID] = selected(t, home)
+		if i > 0 && res.Totals.Lines != 1 {
+			t.Errorf("snapshot %d: its delta has %d lines, want 1 (the log)", i, res.Totals.Lines)
+		}
 	}
-	if !slices.Equal(lens, []int{1, 2, 3, 1, 2}) {
-		t.Errorf("chain lengths %v, want [1 2 3 1 2] with a limit of 3", lens)
+	var lens []int
+	for _, c := range chains {
+		lens = append(lens, len(c))
+	}
+	if !slices.Equal(lens, []int{1, 2, 3, 4, 3, 4, 3}) {
+		t.Errorf("chain lengths %v, want [1 2 3 4 3 4 3] with a limit of 4", lens)
+	}
+	if !slices.Equal(chains[4][:2], chains[3][:2]) || !slices.Equal(chains[6][:2], chains[3][:2]) {
+		t.Errorf("compacted chains %v and %v do not keep the two lowest layers of %v", chains[4], chains[6], chains[3])
+	}
+	for _, c := range chains {
+		id := c[len(c)-1]
+		target := t.TempDir()
+		if err := restore(target, st, id); err != nil {
+			t.Fatal(err)
+		}
+		assertSame(t, trees[id], all(t, target))
+	}
+}
+
+// TestHeavyDeltasStartAFullManifest: once the deltas of a chain hold more
+// than a quarter of its entries, the next snapshot writes a full manifest.
+func TestHeavyDeltasStartAFullManifest(t *testing.T) {
+	home, st := newHome(t), newStore(t)
+	snap(t, home, st)
+	later := time.Now().Add(time.Hour)
+	for p := range selected(t, home) {
+		os.Chtimes(filepath.Join(home, filepath.FromSlash(p)), later, later)
+	}
+	heavy := snap(t, home, st)
+	appendTo(t, filepath.Join(home, "jobs/test/builds/2/log"), "more\n")
+	next := snap(t, home, st)
+	if len(heavy.Manifests) != 2 || len(next.Manifests) != 1 {
+		t.Errorf("manifests %v then %v: want a delta, then a full manifest after it changed every entry", heavy.Manifests, next.Manifests)
 	}
 	target := t.TempDir()
-	if err := restore(target, st, last.ID); err != nil {
+	if err := restore(target, st, ""); err != nil {
 		t.Fatal(err)
 	}
 	assertSame(t, selected(t, home), all(t, target))

@@ -3,6 +3,9 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 
 	"github.com/homesnap/homesnap/internal/archive"
@@ -19,20 +22,21 @@ const DefaultManifestChain = 16
 // more than a full manifest would, so the next manifest is a full one.
 const maxDeltaShare = 4 // one line in four
 
-// chooseManifest decides whether the snapshot writes a delta manifest on
-// its parent or a full one. A delta holds only the entries that differ
-// from the parent's and a marker per deleted path, so an incremental costs
-// what changed; the chain a restore merges stays short (MaxManifestChain)
-// and mostly full manifest (maxDeltaShare). A consolidation writes a full
-// manifest, and so does a snapshot after a key change (no parent is read).
+// chooseManifest decides whether the snapshot writes a delta manifest, and
+// on which base, or a full one. A delta holds only the entries that differ
+// from its base's and a marker per deleted path, so an incremental costs
+// what changed. Its base is the parent, unless the parent's chain is at
+// the limit (MaxManifestChain): then the upper half of the chain is merged
+// into the new delta, on the snapshot of the layer below it (compaction),
+// so the chain a restore merges stays short. Once the deltas of the
+// parent's chain hold more lines than maxDeltaShare of its entries,
+// reading them costs noticeably more than a full manifest: a full one is
+// written. A consolidation writes a full manifest, and so does a snapshot
+// after a key change (no parent is read).
 func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainReader) error {
-	if s.o.rewrite != nil {
-		return nil
-	}
 	layers := parent.Layers()
 	limit := cmp.Or(s.o.MaxManifestChain, DefaultManifestChain)
-	if len(layers) >= limit {
-		s.o.Log.Debug().Int("layers", len(layers)).Msg("the parent's manifest chain is at its limit: writing a full manifest")
+	if s.o.rewrite != nil || limit < 2 {
 		return nil
 	}
 	rec, err := repo.LoadRecord(ctx, s.o.Store, s.parentID)
@@ -44,21 +48,64 @@ func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainR
 		s.o.Log.Debug().Int64("delta_lines", rec.DeltaLines).Int64("entries", rec.Entries).Msg("the parent's delta manifests are large: writing a full manifest")
 		return nil
 	}
+	cut := len(layers) - 1
+	if len(layers) >= limit {
+		cut = limit/2 - 1
+		s.o.Log.Debug().Int("layers", len(layers)).Str("base", layers[cut]).Msg("the parent's manifest chain is at its limit: merging its upper half into this delta")
+	}
 	// Older releases cannot read a delta, nor would their prune keep its
 	// layers: the store says so before the first one is written.
 	if err := repo.UpgradeMarker(ctx, s.o.Store); err != nil {
 		return err
 	}
-	s.base, s.chain, s.deltaLines = s.parentID, append(slices.Clone(layers), s.id), rec.DeltaLines
+	s.base, s.cut, s.deltaLines = layers[cut], cut, rec.DeltaLines
+	s.chain = append(slices.Clone(layers[:cut+1]), s.id)
 	return nil
 }
 
-// deleted handles a path of the parent that the walk no longer finds: a
-// delta manifest marks it.
-func (s *snapshotter) deleted(jobs *cutter, old *archive.Entry, cnt *counts) error {
-	cnt.deleted++
-	if s.base == "" {
+// parentCursor walks the parent's manifest chain path by path: top is the
+// parent's entry (nil for a path only the delta's base has), below the
+// entry of the delta's base (nil where it has none; the parent's own when
+// the delta is on the parent).
+type parentCursor struct {
+	s          *snapshotter
+	m          *archive.ChainReader
+	ok         bool // top or below is set, at path
+	path       string
+	top, below *archive.Entry
+}
+
+func (c *parentCursor) next() error {
+	c.ok, c.top, c.below = false, nil, nil
+	if c.m == nil {
 		return nil
 	}
-	return jobs.add(item{base: old})
+	top, below, err := c.m.NextPair(c.s.cut)
+	if errors.Is(err, io.EOF) {
+		c.m = nil
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("parent snapshot %s: %w", c.s.parentID, err)
+	}
+	c.ok, c.top, c.below = true, top, below
+	if top != nil {
+		c.path = top.Path
+		c.s.parentCensus.add(top)
+	} else {
+		c.path = below.Path
+	}
+	return nil
+}
+
+// gone handles a path the walk no longer finds: a deletion since the
+// parent when the parent has it, and a marker in a delta whose base has it.
+func (s *snapshotter) gone(jobs *cutter, old *parentCursor, cnt *counts) error {
+	if old.top != nil {
+		cnt.deleted++
+	}
+	if s.base == "" || old.below == nil {
+		return nil
+	}
+	return jobs.add(item{base: old.below})
 }

@@ -122,7 +122,11 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 		NewEntries: res.Totals.New, NewBytes: res.Totals.NewBytes, Stored: res.Stored, Archives: res.Totals.Archives,
 	}
 	if s.base != "" {
-		rec.Manifests, rec.DeltaLines = s.chain, s.deltaLines+res.Totals.Lines
+		below, ok := parent.DeltaLines(s.cut)
+		if !ok {
+			below = s.deltaLines // the parent's chain: at least as long
+		}
+		rec.Manifests, rec.DeltaLines = s.chain, below+res.Totals.Lines
 	}
 	if err := repo.WriteRecord(ctx, o.Store, rec); err != nil {
 		s.discard(ctx, err)
@@ -239,9 +243,11 @@ type snapshotter struct {
 	// written by produce, read after it ends.
 	parentCensus, census census
 	print                Fingerprint // of the walk, for the home's mark
-	// A delta manifest's base and chain (see chooseManifest); empty base
-	// for a full manifest. deltaLines are the base chain's delta lines.
+	// A delta manifest's base, its index cut in the parent's chain, and
+	// its chain (see chooseManifest); empty base for a full manifest.
+	// deltaLines are the parent chain's delta lines, from its record.
 	base       string
+	cut        int
 	chain      []string
 	deltaLines int64
 }
@@ -417,31 +423,14 @@ func (c *cutter) flush() error {
 // jobs; a consolidation (o.rewrite) takes the parent's entries instead of
 // the walk.
 func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, order, work chan<- *job, cnt *counts) error {
-	var old *archive.Entry
-	nextOld := func() error {
-		if parent == nil {
-			old = nil
-			return nil
-		}
-		e, err := parent.Next()
-		if errors.Is(err, io.EOF) {
-			old, parent = nil, nil
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("parent snapshot %s: %w", s.parentID, err)
-		}
-		old = e
-		s.parentCensus.add(e)
-		return nil
-	}
-	if err := nextOld(); err != nil {
+	old := &parentCursor{s: s, m: parent}
+	if err := old.next(); err != nil {
 		return err
 	}
 	jobs := &cutter{ctx: ctx, order: order, work: work, cur: &job{}}
-	if s.o.rewrite != nil {
-		for ; old != nil; cnt.seen++ {
-			e := old
+	if s.o.rewrite != nil { // a full manifest: every pair is a parent entry
+		for ; old.ok; cnt.seen++ {
+			e := old.top
 			s.census.add(e)
 			it := item{e: e, fromStore: e.HasData() && s.o.rewrite[e.Archive]}
 			if it.fromStore {
@@ -451,7 +440,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, 
 			if err := jobs.add(it); err != nil {
 				return err
 			}
-			if err := nextOld(); err != nil {
+			if err := old.next(); err != nil {
 				return err
 			}
 		}
@@ -459,18 +448,18 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, 
 	}
 	skipped := func(rel, why string) { s.o.Log.Debug().Str("path", rel).Msg("skipped: " + why) }
 	err := scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, func(e *archive.Entry) error {
-		for old != nil && archive.ComparePaths(old.Path, e.Path) < 0 {
-			if err := s.deleted(jobs, old, cnt); err != nil {
+		for old.ok && archive.ComparePaths(old.path, e.Path) < 0 {
+			if err := s.gone(jobs, old, cnt); err != nil {
 				return err
 			}
-			if err := nextOld(); err != nil {
+			if err := old.next(); err != nil {
 				return err
 			}
 		}
-		var prev *archive.Entry
-		if old != nil && old.Path == e.Path {
-			prev = old
-			if err := nextOld(); err != nil {
+		var prev, base *archive.Entry
+		if old.ok && old.path == e.Path {
+			prev, base = old.top, old.below
+			if err := old.next(); err != nil {
 				return err
 			}
 		}
@@ -479,7 +468,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, 
 		s.census.add(e)
 		it := item{e: e}
 		if s.base != "" {
-			it.base = prev
+			it.base = base
 		}
 		switch {
 		case prev != nil && e.SameMeta(prev):
@@ -495,11 +484,11 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, 
 	if err != nil {
 		return err
 	}
-	for old != nil {
-		if err := s.deleted(jobs, old, cnt); err != nil {
+	for old.ok {
+		if err := s.gone(jobs, old, cnt); err != nil {
 			return err
 		}
-		if err := nextOld(); err != nil {
+		if err := old.next(); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -253,8 +254,8 @@ func TestPlanKeepsManifestLayers(t *testing.T) {
 
 // TestPruneOfAChainKeepsWhatKeptSnapshotsNeed: through the store, a prune
 // that drops snapshots whose manifests a kept delta applies to keeps those
-// manifests, the kept snapshots restore exactly, and once a full manifest
-// has replaced the chain, the next prune deletes the old layers.
+// manifests, the kept snapshots restore exactly, and once a compacted
+// delta no longer needs some of them, the next prune deletes those.
 func TestPruneOfAChainKeepsWhatKeptSnapshotsNeed(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
@@ -322,18 +323,19 @@ func TestPruneOfAChainKeepsWhatKeptSnapshotsNeed(t *testing.T) {
 	if err != nil || len(h.Snapshots) != 1 || len(h.Unreferenced) != 0 || len(h.Layers) != 3 {
 		t.Fatalf("history after prune: %+v (%v), want the head and three layers", h, err)
 	}
-	// The next snapshot starts a full manifest (the chain is at 4); once
-	// the head's is full, the old layers go.
+	// The next snapshot merges the upper half of the chain (it is at its
+	// limit of 4) into a delta on the second snapshot: the third and
+	// fourth manifests are needed no more once the head alone is kept.
 	step(4)
-	if len(chains[4]) != 1 {
-		t.Fatalf("chains %v: want a full manifest after the limit", chains)
+	if !slices.Equal(chains[4], []string{ids[0], ids[1], ids[4]}) {
+		t.Fatalf("chains %v: want the fifth on the second", chains)
 	}
 	if _, err := Run(ctx, Options{Store: st, Policy: retention.Policy{Last: 1}, Log: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range ids[:4] {
-		if stored(repo.ManifestKey(id)) || stored(repo.RecordKey(id)) {
-			t.Errorf("%s is still stored although no kept snapshot needs it", id)
+	for i, id := range ids[:4] {
+		if stored(repo.ManifestKey(id)) != (i < 2) || stored(repo.RecordKey(id)) {
+			t.Errorf("snapshot %d: manifest stored %v, record stored %v; want the manifest only for the first two", i, stored(repo.ManifestKey(id)), stored(repo.RecordKey(id)))
 		}
 	}
 	restores(ids[4])
