@@ -66,6 +66,9 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 	if n := len(res.Totals.Archives); n > 4 || n >= len(before.Archives) {
 		t.Errorf("after consolidation the head points into %d archives %v, want at most 4 and fewer than %d", n, res.Totals.Archives, len(before.Archives))
 	}
+	if len(res.Manifests) != 1 {
+		t.Errorf("a consolidation wrote manifests %v, want a full one", res.Manifests)
+	}
 	if res.Parent != before.ID || res.Totals.Entries != before.Entries {
 		t.Errorf("consolidated snapshot: parent %s entries %d, want %s and %d", res.Parent, res.Totals.Entries, before.ID, before.Entries)
 	}

@@ -46,7 +46,7 @@ snap() { # snap LABEL: one snapshot, one result line
 echo "| $PRESET | manifest | manifest bytes | archive bytes | written |"
 echo "|---|---|---:|---:|---:|"
 snap "full snapshot"
-log=$(find "$WORK/home/jobs" -name log -type f -not -path '*/workspace*' | head -1)
+log=$(find "$WORK/home/jobs" -name log -type f -not -path '*/workspace*' -print -quit)
 echo "one more line" >>"$log"
 snap "one changed file"
 for r in $(seq 1 "$ROUNDS"); do
