@@ -109,3 +109,31 @@ func TestHistoryWalksParentsFromTheHead(t *testing.T) {
 		}
 	}
 }
+
+// TestFormat1StoreIsReadAndUpgraded: a store of format 1 is used as it is;
+// UpgradeMarker moves it to the current format keeping what else the
+// marker says, and is a no-op after.
+func TestFormat1StoreIsReadAndUpgraded(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	put(t, s, repo.MarkerKey, `{"homesnap":1,"encryption":"age","recipients":["fp1"]}`)
+	if err := repo.CheckMarker(ctx, s); err != nil {
+		t.Fatalf("format 1 store refused: %v", err)
+	}
+	m, v, _ := repo.LoadMarker(ctx, s)
+	if _, err := repo.SaveMarker(ctx, s, m, v); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _ := repo.LoadMarker(ctx, s); m.Homesnap != 1 {
+		t.Errorf("saving a format 1 marker made it format %d", m.Homesnap)
+	}
+	for range 2 {
+		if err := repo.UpgradeMarker(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _, _ = repo.LoadMarker(ctx, s)
+	if m.Homesnap != repo.FormatVersion || m.Encryption != "age" || len(m.Recipients) != 1 {
+		t.Errorf("upgraded marker %+v", m)
+	}
+}
