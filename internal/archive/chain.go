@@ -103,8 +103,9 @@ func (c *ChainReader) Next() (*Entry, error) {
 
 // NextPair returns, path by path, the entry the whole chain resolves to
 // (top) and the one the layers up to index cut resolve to (below): what a
-// delta on the snapshot of layer cut compares with. Either is nil where
-// its view lacks the path; a path neither has is skipped. io.EOF as Next.
+// delta on the snapshot of layer cut compares with (cut -1: always nil).
+// Either is nil where its view lacks the path; a path neither has is
+// skipped. io.EOF as Next.
 func (c *ChainReader) NextPair(cut int) (top, below *Entry, err error) {
 	for {
 		var path string

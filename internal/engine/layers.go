@@ -80,7 +80,11 @@ func (c *parentCursor) next() error {
 	if c.m == nil {
 		return nil
 	}
-	top, below, err := c.m.NextPair(c.s.cut)
+	cut := c.s.cut
+	if c.s.base == "" {
+		cut = -1 // a full manifest compares with nothing: the parent's entries only
+	}
+	top, below, err := c.m.NextPair(cut)
 	if errors.Is(err, io.EOF) {
 		c.m = nil
 		return nil
