@@ -66,6 +66,14 @@ func appendEntry(b []byte, e *Entry) []byte {
 	return append(b, "}\n"...)
 }
 
+// appendDeletion appends a delta manifest's deletion marker for path.
+func appendDeletion(b []byte, path string) []byte {
+	b = appendBytesField(b, `{"path`, path)
+	b = append(b, `,"type":"`...)
+	b = append(b, TypeDeleted...)
+	return append(b, "\"}\n"...)
+}
+
 func appendInt(b []byte, key string, v int64) []byte {
 	return strconv.AppendInt(append(b, key...), v, 10)
 }

@@ -27,6 +27,9 @@ const (
 	TypeFile    Type = "f"
 	TypeDir     Type = "d"
 	TypeSymlink Type = "l"
+	// TypeDeleted marks, in a delta manifest only, a path of the base that
+	// the snapshot no longer has; such a line carries nothing but the path.
+	TypeDeleted Type = "deleted"
 )
 
 // Hash is a SHA-256 content hash.
@@ -86,6 +89,17 @@ func (e *Entry) SameMeta(old *Entry) bool {
 	return e.Type == old.Type && e.Size == old.Size && e.MTime == old.MTime &&
 		e.CTime == old.CTime && e.Inode == old.Inode && e.Mode == old.Mode &&
 		e.UID == old.UID && e.GID == old.GID && e.Link == old.Link && !old.Changed
+}
+
+// Equal reports whether two entries would be written as the same line:
+// a delta manifest leaves out an entry equal to its base's.
+func (e *Entry) Equal(o *Entry) bool {
+	if (e.Hash == nil) != (o.Hash == nil) || e.Hash != nil && *e.Hash != *o.Hash {
+		return false
+	}
+	return e.Path == o.Path && e.Type == o.Type && e.Mode == o.Mode && e.UID == o.UID && e.GID == o.GID &&
+		e.Size == o.Size && e.MTime == o.MTime && e.Link == o.Link && e.CTime == o.CTime && e.Inode == o.Inode &&
+		e.Changed == o.Changed && e.Implied == o.Implied && e.Archive == o.Archive && e.Offset == o.Offset && e.Length == o.Length
 }
 
 // ComparePaths orders paths as a depth-first walk with sorted directory

@@ -15,7 +15,9 @@ import (
 )
 
 // FormatVersion is written into every manifest; readers refuse newer ones.
-const FormatVersion = 1
+// Format 1 manifests are always full; format 2 adds delta manifests (see
+// Header.Base).
+const FormatVersion = 2
 
 // Header is the first line of a manifest.
 type Header struct {
@@ -25,6 +27,23 @@ type Header struct {
 	Created   time.Time     `json:"created"`
 	Host      string        `json:"host,omitempty"`
 	Selection selector.Spec `json:"selection"`
+	// Base, set in a delta manifest, is the snapshot whose resolved entries
+	// this manifest changes: its lines are only the entries that are new or
+	// differ from the base's, and a deletion marker (TypeDeleted) for each
+	// path the base has and this snapshot does not. Empty for a full one.
+	Base string `json:"base,omitempty"`
+	// Chain lists the manifests (snapshot IDs) a reader merges to resolve
+	// this snapshot, the full one first and this one last: the base's
+	// chain plus this ID. Empty for a full manifest.
+	Chain []string `json:"chain,omitempty"`
+}
+
+// Layers returns the snapshot IDs whose manifests resolve this one.
+func (h *Header) Layers() []string {
+	if h.Base == "" {
+		return []string{h.ID}
+	}
+	return h.Chain
 }
 
 // Totals is the manifest trailer: it proves the manifest is complete and
@@ -39,6 +58,10 @@ type Totals struct {
 	NewBytes int64 `json:"new_bytes"`
 	// Archives lists the snapshot archives the entries refer to.
 	Archives []string `json:"archives"`
+	// Lines counts the lines of this manifest between header and trailer
+	// (entries and deletion markers): for a delta, far fewer than Entries,
+	// which always counts the resolved snapshot. Format 2 only.
+	Lines int64 `json:"lines,omitempty"`
 }
 
 type trailer struct {
@@ -46,12 +69,18 @@ type trailer struct {
 }
 
 // ManifestWriter streams a manifest: entries must come in ComparePaths order.
+// A delta manifest (Header.Base set) is given every entry of the snapshot
+// with its base's entry (WriteOver) and every path deleted since the base
+// (Delete), and writes only what differs; its totals still describe the
+// whole snapshot.
 type ManifestWriter struct {
 	zw     *zstd.Encoder
 	bw     *bufio.Writer
 	enc    *json.Encoder
+	delta  bool
 	last   string
-	n      int64
+	any    bool  // an entry or deletion was given: last is set
+	n      int64 // lines written
 	totals Totals
 	seen   map[string]bool
 	line   []byte
@@ -64,22 +93,30 @@ func NewManifestWriter(w io.Writer, hdr Header) (*ManifestWriter, error) {
 		return nil, err
 	}
 	bw := bufio.NewWriterSize(zw, 256<<10)
-	m := &ManifestWriter{zw: zw, bw: bw, enc: json.NewEncoder(bw), seen: map[string]bool{}}
+	m := &ManifestWriter{zw: zw, bw: bw, enc: json.NewEncoder(bw), seen: map[string]bool{}, delta: hdr.Base != ""}
 	m.enc.SetEscapeHTML(false)
 	hdr.Format = FormatVersion
+	if m.delta && (len(hdr.Chain) < 2 || hdr.Chain[len(hdr.Chain)-1] != hdr.ID || hdr.Chain[len(hdr.Chain)-2] != hdr.Base) {
+		return nil, fmt.Errorf("delta manifest %s: chain %q does not end in its base %s and itself", hdr.ID, hdr.Chain, hdr.Base)
+	}
+	if !m.delta {
+		hdr.Chain = nil
+	}
 	if err := m.enc.Encode(hdr); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// Write appends one entry.
-func (m *ManifestWriter) Write(e *Entry) error {
-	if m.n > 0 && ComparePaths(m.last, e.Path) >= 0 {
-		return fmt.Errorf("manifest: %q written after %q: entries out of order", e.Path, m.last)
+// Write appends one entry of the snapshot (in a delta, as a new one).
+func (m *ManifestWriter) Write(e *Entry) error { return m.WriteOver(e, nil) }
+
+// WriteOver appends one entry of the snapshot whose base had base at the
+// same path (nil: none). A delta writes it only when it differs.
+func (m *ManifestWriter) WriteOver(e, base *Entry) error {
+	if err := m.order(e.Path); err != nil {
+		return err
 	}
-	m.last = e.Path
-	m.n++
 	m.totals.Entries++
 	if e.Type == TypeFile {
 		m.totals.Files++
@@ -89,15 +126,42 @@ func (m *ManifestWriter) Write(e *Entry) error {
 		m.seen[e.Archive] = true
 		m.totals.Archives = append(m.totals.Archives, e.Archive)
 	}
+	if m.delta && base != nil && e.Equal(base) {
+		return nil
+	}
+	m.n++
 	m.line = appendEntry(m.line[:0], e)
 	_, err := m.bw.Write(m.line)
 	return err
 }
 
+// Delete records that the base's path is gone from the snapshot: a delta
+// writes a deletion marker, a full manifest nothing.
+func (m *ManifestWriter) Delete(path string) error {
+	if err := m.order(path); err != nil {
+		return err
+	}
+	if !m.delta {
+		return nil
+	}
+	m.n++
+	m.line = appendDeletion(m.line[:0], path)
+	_, err := m.bw.Write(m.line)
+	return err
+}
+
+func (m *ManifestWriter) order(path string) error {
+	if m.any && ComparePaths(m.last, path) >= 0 {
+		return fmt.Errorf("manifest: %q written after %q: entries out of order", path, m.last)
+	}
+	m.last, m.any = path, true
+	return nil
+}
+
 // Close writes the trailer and flushes; new and newBytes describe what this
 // snapshot's archive added.
 func (m *ManifestWriter) Close(newEntries, newBytes int64) (Totals, error) {
-	m.totals.New, m.totals.NewBytes = newEntries, newBytes
+	m.totals.New, m.totals.NewBytes, m.totals.Lines = newEntries, newBytes, m.n
 	if m.totals.Archives == nil {
 		m.totals.Archives = []string{}
 	}
@@ -163,7 +227,35 @@ func NewManifestReader(r io.Reader) (*ManifestReader, error) {
 		zr.Close()
 		return nil, fmt.Errorf("manifest format %d is not supported by this homesnap (supports up to %d): upgrade homesnap", m.Header.Format, FormatVersion)
 	}
+	if err := m.Header.checkLayers(); err != nil {
+		zr.Close()
+		return nil, err
+	}
 	return m, nil
+}
+
+// maxChain bounds the layers a delta manifest may name, so that a damaged
+// header cannot make a reader open an unbounded number of objects.
+const maxChain = 256
+
+// checkLayers refuses a header whose base and chain disagree.
+func (h *Header) checkLayers() error {
+	switch {
+	case h.Base == "" && len(h.Chain) == 0:
+		return nil
+	case h.Format < 2:
+		return fmt.Errorf("%w manifest header: a format %d manifest cannot be a delta", ErrCorrupt, h.Format)
+	case h.Base == "" || len(h.Chain) < 2 || len(h.Chain) > maxChain || h.Chain[len(h.Chain)-1] != h.ID || h.Chain[len(h.Chain)-2] != h.Base:
+		return fmt.Errorf("%w manifest header: base %q and chain of %d manifests do not agree", ErrCorrupt, h.Base, len(h.Chain))
+	}
+	seen := map[string]bool{}
+	for _, id := range h.Chain {
+		if id == "" || seen[id] {
+			return fmt.Errorf("%w manifest header: chain names %q twice or empty", ErrCorrupt, id)
+		}
+		seen[id] = true
+	}
+	return nil
 }
 
 // readLine returns the next whole line; it is valid until the next call.
@@ -208,8 +300,12 @@ func (m *ManifestReader) Next() (*Entry, error) {
 		if err := json.Unmarshal(line, &t); err != nil || t.End == nil {
 			return nil, fmt.Errorf("%w manifest trailer: %v", ErrCorrupt, err)
 		}
-		if t.End.Entries != m.n {
-			return nil, fmt.Errorf("%w manifest: trailer counts %d entries, read %d", ErrCorrupt, t.End.Entries, m.n)
+		lines := t.End.Entries // format 1: every line is an entry
+		if m.Header.Format >= 2 {
+			lines = t.End.Lines
+		}
+		if lines != m.n || m.Header.Base == "" && t.End.Entries != m.n {
+			return nil, fmt.Errorf("%w manifest: trailer counts %d lines, read %d", ErrCorrupt, lines, m.n)
 		}
 		m.Totals = t.End
 		return nil, io.EOF
@@ -234,6 +330,10 @@ func (m *ManifestReader) Next() (*Entry, error) {
 		if e.Link == "" {
 			return nil, fmt.Errorf("%w manifest: symlink %q has no target", ErrCorrupt, e.Path)
 		}
+	case TypeDeleted:
+		if m.Header.Base == "" {
+			return nil, fmt.Errorf("%w manifest: full manifest marks %q deleted", ErrCorrupt, e.Path)
+		}
 	default:
 		return nil, fmt.Errorf("%w manifest: %q has unknown type %q", ErrCorrupt, e.Path, e.Type)
 	}
@@ -257,7 +357,13 @@ func (m *ManifestReader) Close() { m.zr.Close() }
 // hostile manifests that readers must refuse.
 func (m *ManifestWriter) ForceWrite(e *Entry) error {
 	m.n++
-	m.totals.Entries++
+	if e.Type != TypeDeleted {
+		m.totals.Entries++
+	}
+	if e.Type == TypeFile {
+		m.totals.Files++
+		m.totals.Bytes += e.Size
+	}
 	m.line = appendEntry(m.line[:0], e)
 	_, err := m.bw.Write(m.line)
 	return err

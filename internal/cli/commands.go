@@ -186,7 +186,8 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info().Str("snapshot", res.ID).Str("parent", res.Parent).
 			Int64("entries", res.Totals.Entries).Int64("files", res.Totals.Files).Int64("bytes", res.Totals.Bytes).
 			Int64("new_entries", res.Totals.New).Int64("new_bytes", res.Totals.NewBytes).Int64("deleted", res.Deleted).
-			Int("archives", len(res.Totals.Archives)).Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
+			Int("archives", len(res.Totals.Archives)).Int("manifests", len(res.Manifests)).Int64("manifest_lines", res.Totals.Lines).
+			Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
 		fmt.Fprintln(stdout, res.ID)
 		consolidate(ctx, opts, cfg.ConsolidateMax, stdout, log)
 		if cfg.Prune && !cfg.policy().Empty() {

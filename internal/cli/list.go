@@ -42,7 +42,7 @@ func list(ctx context.Context, st store.Store, output string, stdout io.Writer, 
 		return enc.Encode(out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTIME\tFILES\tSIZE\tNEW\tARCHIVES\tPARENT\t")
+	fmt.Fprintln(tw, "ID\tTIME\tFILES\tSIZE\tNEW\tARCHIVES\tMANIFESTS\tPARENT\t")
 	for _, r := range h.Oldest() {
 		files, size, added, archives := "?", "?", "?", "?"
 		if !r.Partial {
@@ -56,7 +56,9 @@ func list(ctx context.Context, st store.Store, output string, stdout io.Writer, 
 		if parent == "" {
 			parent = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", id, r.Time.UTC().Format(time.RFC3339), files, size, added, archives, parent)
+		// The manifests a restore merges: 1 for a full one, more for a delta.
+		manifests := fmt.Sprint(len(r.Layers()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", id, r.Time.UTC().Format(time.RFC3339), files, size, added, archives, manifests, parent)
 	}
 	return tw.Flush()
 }

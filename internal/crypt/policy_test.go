@@ -98,6 +98,9 @@ func TestRotationAndMixing(t *testing.T) {
 	if second.Totals.New >= first.Totals.New/2 {
 		t.Fatalf("second snapshot wrote %d entries, first %d: not incremental", second.Totals.New, first.Totals.New)
 	}
+	if len(second.Manifests) != 2 { // restored below through the encrypted store
+		t.Fatalf("second snapshot's manifests %v: want a delta on the first", second.Manifests)
+	}
 
 	// A plain snapshot onto the encrypted store is refused.
 	if _, err := snapshotWith(t, home, st, Keys{}); !errors.Is(err, ErrMixed) {

@@ -119,6 +119,9 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 	if first := before.Archives[0]; !slices.Contains(res.Totals.Archives, first) {
 		t.Errorf("after consolidation the head points into %v: the base archive %s was copied", res.Totals.Archives, first)
 	}
+	if len(res.Manifests) != 1 {
+		t.Errorf("a consolidation wrote manifests %v, want a full one", res.Manifests)
+	}
 	if res.Parent != before.ID || res.Totals.Entries != before.Entries {
 		t.Errorf("consolidated snapshot: parent %s entries %d, want %s and %d", res.Parent, res.Totals.Entries, before.ID, before.Entries)
 	}

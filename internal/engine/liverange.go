@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 
 	"github.com/homesnap/homesnap/internal/archive"
-	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -61,7 +59,7 @@ func LiveRanges(ctx context.Context, st store.Store, id string) (map[string]Rang
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
+			return nil, err // it names the manifest layer at fault
 		}
 		if e.HasData() {
 			live[e.Archive] = append(live[e.Archive], [2]int64{e.Offset, e.Offset + e.Length})
@@ -97,7 +95,7 @@ func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)
+			return nil, err // it names the manifest layer at fault
 		}
 		if e.HasData() {
 			raw[span{e.Archive, e.Offset, e.Length}] += e.Size

@@ -359,7 +359,7 @@ func (r *restorer) abs(rel string) string { return filepath.Join(r.o.Home, filep
 type planReader struct {
 	s      store.Store
 	id     string
-	m      *archive.ManifestReader
+	m      *archive.ChainReader
 	filter *entryFilter
 	dirs   []string // ancestors of the current entry
 	n      int64
@@ -407,7 +407,7 @@ func (p *planReader) read(ctx context.Context) (*archive.Entry, bool, error) {
 		return nil, false, io.EOF
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", repo.Name(p.s, repo.ManifestKey(p.id)), err)
+		return nil, false, err // it names the manifest layer at fault
 	}
 	parent := archive.Parent(e.Path)
 	for len(p.dirs) > 0 && p.dirs[len(p.dirs)-1] != parent {

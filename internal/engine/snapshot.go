@@ -47,6 +47,10 @@ type SnapshotOptions struct {
 	// the head moves to it, only when something changed: an error
 	// discards the snapshot (the sidecar's agent-key guard).
 	BeforeCommit func(ctx context.Context) error
+	// MaxManifestChain bounds the manifests a restore of this snapshot
+	// merges: a parent whose chain is this long gets a full manifest on
+	// top (0 means DefaultManifestChain; 1 writes full manifests only).
+	MaxManifestChain int
 
 	// rewrite, set by Consolidate, takes the parent's tree instead of the
 	// home's and copies the files of these archives into the new one.
@@ -60,6 +64,9 @@ type SnapshotResult struct {
 	Unchanged bool // nothing changed since Parent: no snapshot was written
 	Totals    archive.Totals
 	Deleted   int64 // paths of the parent that are gone
+	// Manifests are the snapshots whose manifests resolve this one (see
+	// repo.Record.Manifests); one entry when its manifest is full.
+	Manifests []string
 	Stored    int64 // compressed archive bytes written
 	Elapsed   time.Duration
 }
@@ -92,7 +99,7 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 		}
 	}
 	s := &snapshotter{o: o, id: repo.NewID(start)}
-	var parent *archive.ManifestReader
+	var parent *archive.ChainReader
 	if head != nil {
 		s.parentID = head.Snapshot
 	}
@@ -101,6 +108,9 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 			return nil, err
 		}
 		defer parent.Close()
+		if err := s.chooseManifest(ctx, parent); err != nil {
+			return nil, err
+		}
 	}
 	res, err := s.run(ctx, parent)
 	if err == nil && res.Unchanged {
@@ -120,6 +130,13 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 		ID: s.id, Parent: s.parentID, Time: start.UTC(), Host: hostname(),
 		Entries: res.Totals.Entries, Files: res.Totals.Files, Bytes: res.Totals.Bytes,
 		NewEntries: res.Totals.New, NewBytes: res.Totals.NewBytes, Stored: res.Stored, Archives: res.Totals.Archives,
+	}
+	if s.base != "" {
+		below, ok := parent.DeltaLines(s.cut)
+		if !ok {
+			below = s.deltaLines // the parent's chain: at least as long
+		}
+		rec.Manifests, rec.DeltaLines = s.chain, below+res.Totals.Lines
 	}
 	if err := repo.WriteRecord(ctx, o.Store, rec); err != nil {
 		s.discard(ctx, err)
@@ -192,37 +209,10 @@ func (s *snapshotter) discard(ctx context.Context, why error) {
 	s.o.Log.Info().Str("snapshot", s.id).AnErr("cause", why).Strs("keys", s.written).Msg("removed the objects of the snapshot that was not committed")
 }
 
-// openManifest opens a snapshot's manifest for streaming.
-func openManifest(ctx context.Context, s store.Store, id string) (*archive.ManifestReader, error) {
-	key := repo.ManifestKey(id)
-	rc, err := s.Get(ctx, key, 0, -1)
-	if err != nil {
-		if errors.Is(err, store.ErrNotExist) {
-			return nil, fmt.Errorf("%w store: the manifest of snapshot %s is missing (%s); pick another snapshot from `restore --list`", archive.ErrCorrupt, id, repo.Name(s, key))
-		}
-		return nil, err
-	}
-	m, err := archive.NewManifestReader(readCloser{rc})
-	if err != nil {
-		rc.Close()
-		return nil, fmt.Errorf("%s: %w", repo.Name(s, key), err)
-	}
-	if m.Header.ID != id {
-		m.Close()
-		return nil, fmt.Errorf("%s: %w manifest: it describes snapshot %q", repo.Name(s, key), archive.ErrCorrupt, m.Header.ID)
-	}
-	return m, nil
-}
-
-// readCloser closes the store reader once the manifest hits EOF or an error.
-type readCloser struct{ io.ReadCloser }
-
-func (r readCloser) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	if err != nil {
-		r.ReadCloser.Close()
-	}
-	return n, err
+// openManifest opens a snapshot's manifest as a stream of its resolved
+// entries, merging the chain of a delta manifest (repo.OpenManifest).
+func openManifest(ctx context.Context, s store.Store, id string) (*archive.ChainReader, error) {
+	return repo.OpenManifest(ctx, s, id)
 }
 
 // checkHome verifies the home is an existing directory; create makes it.
@@ -263,13 +253,24 @@ type snapshotter struct {
 	// written by produce, read after it ends.
 	parentCensus, census census
 	print                Fingerprint // of the walk, for the home's mark
+	// A delta manifest's base, its index cut in the parent's chain, and
+	// its chain (see chooseManifest); empty base for a full manifest.
+	// deltaLines are the parent chain's delta lines, from its record.
+	base       string
+	cut        int
+	chain      []string
+	deltaLines int64
 }
 
 // item is one entry of a job; write means its header (and bytes) go into
 // this snapshot's archive, and first/last are the job-relative frames that
 // hold its header and its last byte.
 type item struct {
-	e           *archive.Entry
+	e *archive.Entry
+	// base is the entry the delta manifest's base has at the path, so an
+	// unchanged entry is left out of the delta; with e nil, the path is
+	// gone since the base.
+	base        *archive.Entry
 	write       bool
 	fromStore   bool // a consolidation copies the bytes from the entry's old archive
 	first, last int
@@ -285,7 +286,7 @@ type counts struct {
 	seen, changed, deleted int64
 }
 
-func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (*SnapshotResult, error) {
+func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*SnapshotResult, error) {
 	var err error
 	if s.comp, err = archive.NewCompressor(s.o.Level, s.o.Jobs); err != nil {
 		return nil, err
@@ -317,7 +318,7 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 	archiveUp := &lazyUpload{ctx: ctx, st: s.o.Store, key: repo.ArchiveKey(s.id)}
 	mw, err := archive.NewManifestWriter(manifest, archive.Header{
 		ID: s.id, Parent: s.parentID, Created: time.Now().UTC(),
-		Host: hostname(), Selection: s.o.Selector.Spec(),
+		Host: hostname(), Selection: s.o.Selector.Spec(), Base: s.base, Chain: s.chain,
 	})
 	if err != nil {
 		return nil, err
@@ -336,7 +337,10 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ManifestReader) (
 		archiveUp.abort(err)
 		return nil, err
 	}
-	res := &SnapshotResult{ID: s.id, Parent: s.parentID, Deleted: cnt.deleted}
+	res := &SnapshotResult{ID: s.id, Parent: s.parentID, Deleted: cnt.deleted, Manifests: s.chain}
+	if s.base == "" {
+		res.Manifests = []string{s.id}
+	}
 	if cnt.seen == 0 && !s.o.Force {
 		err := fmt.Errorf("nothing under %s matches the selection (preset %q): is it the Jenkins home? Refusing to record an empty snapshot, which a restore would apply by deleting; pass --force if this is intended", s.o.Home, s.o.Selector.Spec().Preset)
 		manifest.abort(err)
@@ -428,32 +432,15 @@ func (c *cutter) flush() error {
 // produce merges the walk with the parent manifest and cuts the result into
 // jobs; a consolidation (o.rewrite) takes the parent's entries instead of
 // the walk.
-func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReader, order, work chan<- *job, cnt *counts) error {
-	var old *archive.Entry
-	nextOld := func() error {
-		if parent == nil {
-			old = nil
-			return nil
-		}
-		e, err := parent.Next()
-		if errors.Is(err, io.EOF) {
-			old, parent = nil, nil
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("parent snapshot %s: %w", s.parentID, err)
-		}
-		old = e
-		s.parentCensus.add(e)
-		return nil
-	}
-	if err := nextOld(); err != nil {
+func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, order, work chan<- *job, cnt *counts) error {
+	old := &parentCursor{s: s, m: parent}
+	if err := old.next(); err != nil {
 		return err
 	}
 	jobs := &cutter{ctx: ctx, order: order, work: work, cur: &job{}}
-	if s.o.rewrite != nil {
-		for ; old != nil; cnt.seen++ {
-			e := old
+	if s.o.rewrite != nil { // a full manifest: every pair is a parent entry
+		for ; old.ok; cnt.seen++ {
+			e := old.top
 			s.census.add(e)
 			it := item{e: e, fromStore: e.HasData() && s.o.rewrite[e.Archive]}
 			if it.fromStore {
@@ -463,7 +450,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 			if err := jobs.add(it); err != nil {
 				return err
 			}
-			if err := nextOld(); err != nil {
+			if err := old.next(); err != nil {
 				return err
 			}
 		}
@@ -471,16 +458,18 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 	}
 	skipped := func(rel, why string) { s.o.Log.Debug().Str("path", rel).Msg("skipped: " + why) }
 	err := scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, func(e *archive.Entry) error {
-		for old != nil && archive.ComparePaths(old.Path, e.Path) < 0 {
-			cnt.deleted++
-			if err := nextOld(); err != nil {
+		for old.ok && archive.ComparePaths(old.path, e.Path) < 0 {
+			if err := s.gone(jobs, old, cnt); err != nil {
+				return err
+			}
+			if err := old.next(); err != nil {
 				return err
 			}
 		}
-		var prev *archive.Entry
-		if old != nil && old.Path == e.Path {
-			prev = old
-			if err := nextOld(); err != nil {
+		var prev, base *archive.Entry
+		if old.ok && old.path == e.Path {
+			prev, base = old.top, old.below
+			if err := old.next(); err != nil {
 				return err
 			}
 		}
@@ -488,6 +477,9 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 		s.print.Add(e)
 		s.census.add(e)
 		it := item{e: e}
+		if s.base != "" {
+			it.base = base
+		}
 		switch {
 		case prev != nil && e.SameMeta(prev):
 			if e.Type == archive.TypeFile {
@@ -502,9 +494,11 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ManifestReade
 	if err != nil {
 		return err
 	}
-	for old != nil {
-		cnt.deleted++
-		if err := nextOld(); err != nil {
+	for old.ok {
+		if err := s.gone(jobs, old, cnt); err != nil {
+			return err
+		}
+		if err := old.next(); err != nil {
 			return err
 		}
 	}
@@ -620,7 +614,12 @@ func (s *snapshotter) sequence(ctx context.Context, j *job, w *lazyUpload, mw *a
 	}
 	for _, it := range j.items {
 		e := it.e
-		if e == nil {
+		if e == nil { // gone since the base, or vanished before it was read
+			if it.base != nil {
+				if err := mw.Delete(it.base.Path); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if it.write {
@@ -632,7 +631,7 @@ func (s *snapshotter) sequence(ctx context.Context, j *job, w *lazyUpload, mw *a
 				e.Length = offs[it.last] + lens[it.last] - e.Offset
 			}
 		}
-		if err := mw.Write(e); err != nil {
+		if err := mw.WriteOver(e, it.base); err != nil {
 			return err
 		}
 	}

@@ -75,7 +75,10 @@ type Inputs struct {
 
 // MakePlan decides what to delete. Kept snapshots keep every archive their
 // records name; a snapshot whose record does not name its archives (taken
-// before records existed) keeps every archive, to be safe.
+// before records existed) keeps every archive, to be safe. They also keep
+// every manifest their records list (a delta manifest needs the older
+// manifests it applies to), so a dropped snapshot's manifest stays as long
+// as a kept snapshot's chain needs it.
 func MakePlan(in Inputs) *Plan {
 	h := in.History
 	p := &Plan{Policy: in.Policy}
@@ -96,7 +99,7 @@ func MakePlan(in Inputs) *Plan {
 	// committed, so once no kept snapshot points into them they go now,
 	// even when their own snapshot was dropped by an earlier prune (while
 	// a kept one still needed them) and is no longer in the history.
-	referenced, released, keepAllArchives := map[string]bool{}, map[string]bool{}, false
+	referenced, released, keepAllArchives, layers := map[string]bool{}, map[string]bool{}, false, map[string]bool{}
 	for _, r := range h.Snapshots {
 		if !kept[r.ID] {
 			for _, a := range r.Archives {
@@ -110,6 +113,13 @@ func MakePlan(in Inputs) *Plan {
 		for _, a := range r.Archives {
 			referenced[a] = true
 		}
+		for _, id := range r.Layers() {
+			layers[id] = true
+		}
+	}
+	layerOnly := map[string]bool{}
+	for _, id := range h.Layers {
+		layerOnly[id] = true
 	}
 	// Reparent: walk the history oldest first, linking each kept snapshot
 	// to the newest kept one before it.
@@ -139,6 +149,8 @@ func MakePlan(in Inputs) *Plan {
 		switch {
 		case kind == "archive" && (referenced[id] || keepAllArchives):
 			continue // a kept snapshot points into it
+		case kind == "snapshot" && layers[id] && isManifest(o.Key):
+			continue // a kept snapshot's delta manifest applies to it
 		case dropped[id]:
 			why = "snapshot dropped by the policy (" + in.Policy.String() + ")"
 			if kind == "archive" {
@@ -146,6 +158,8 @@ func MakePlan(in Inputs) *Plan {
 			}
 		case kind == "archive" && released[id]:
 			why = "archive of a snapshot dropped earlier, and the last snapshots that pointed into it were dropped now"
+		case layerOnly[id]:
+			why = "record of a snapshot dropped earlier (its manifest stays while a kept snapshot's delta needs it)"
 		case unreferenced[id] && old:
 			why = fmt.Sprintf("never committed (a lost race or a crash) and older than %v", in.Delay)
 		case !unreferenced[id] && h.Find(id) == nil && old:
@@ -183,6 +197,11 @@ func objectID(key string) (id, kind string) {
 		return id, "snapshot"
 	}
 	return "", ""
+}
+
+// isManifest tells a manifest's key (plain or encrypted) from a record's.
+func isManifest(key string) bool {
+	return strings.HasSuffix(strings.TrimSuffix(key, repo.EncryptedSuffix), ".json.zst")
 }
 
 // idTime is when a snapshot ID was made.

@@ -3,6 +3,9 @@ package prune
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,9 +195,18 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 			t.Errorf("snapshot %s restores differently after prune: %v", id, d[:min(len(d), 5)])
 		}
 	}
+	needed := map[string]bool{}
+	for _, r := range h.Snapshots {
+		for _, id := range r.Layers() {
+			needed[id] = true
+		}
+	}
 	for _, id := range ids[:3] {
-		if _, err := st.Get(ctx, repo.ManifestKey(id), 0, -1); err == nil {
-			t.Errorf("dropped snapshot %s is still stored", id)
+		if _, err := st.Get(ctx, repo.RecordKey(id), 0, -1); err == nil {
+			t.Errorf("dropped snapshot %s is still recorded", id)
+		}
+		if _, err := st.Get(ctx, repo.ManifestKey(id), 0, -1); (err == nil) != needed[id] {
+			t.Errorf("dropped snapshot %s: manifest stored %v, but a kept snapshot's chain needs it: %v", id, err == nil, needed[id])
 		}
 	}
 	// Later, the orphan is old enough.
@@ -210,4 +222,129 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 	if _, err := engine.Snapshot(ctx, engine.SnapshotOptions{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPlanKeepsManifestLayers: a kept snapshot whose delta manifest applies
+// to dropped snapshots' manifests keeps those manifests (not their records);
+// a layer goes once no kept snapshot needs it.
+func TestPlanKeepsManifestLayers(t *testing.T) {
+	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
+	a, b, c := rec(idA, "", idA), rec(idB, idA, idA, idB), rec(idC, idB, idA, idB, idC)
+	b.Manifests = []string{idA, idB}
+	c.Manifests = []string{idA, idB, idC}
+	h := &repo.History{Head: idC, Snapshots: []*repo.Record{c, b, a}}
+	keys := append(append(repo.Keys(idA), repo.Keys(idB)...), repo.Keys(idC)...)
+	keys = append(keys, "snapshots/"+idB+".json.zst.age") // as an encrypted store lists it
+	p := MakePlan(Inputs{History: h, Objects: objs(now, keys...), Policy: retention.Policy{Last: 1}, Now: now, Delay: time.Hour})
+	want := "reparent cccccc: bbbbbb → -\n" +
+		"delete snapshots/" + idA + ".json (snapshot dropped by the policy (keep last 1))\n" +
+		"delete snapshots/" + idB + ".json (snapshot dropped by the policy (keep last 1))\n"
+	if got := render(p); got != want {
+		t.Errorf("the head's chain A←B←C, keep last 1:\ngot:\n%swant:\n%s", got, want)
+	}
+	// C's manifest is full again: A's and B's manifests go too.
+	c.Manifests = nil
+	p = MakePlan(Inputs{History: h, Objects: objs(now, keys...), Policy: retention.Policy{Last: 1}, Now: now, Delay: time.Hour})
+	for _, k := range []string{repo.ManifestKey(idA), repo.ManifestKey(idB), "snapshots/" + idB + ".json.zst.age"} {
+		if !strings.Contains(render(p), "delete "+k+" ") {
+			t.Errorf("%s kept although no kept snapshot needs it:\n%s", k, render(p))
+		}
+	}
+	// A later prune sees A and B only as layers: their leftover records go,
+	// their manifests stay.
+	h = &repo.History{Head: idC, Snapshots: []*repo.Record{{ID: idC, Time: now, Manifests: []string{idA, idB, idC}}}, Layers: []string{idA, idB}}
+	p = MakePlan(Inputs{History: h, Objects: objs(now, keys...), Policy: retention.Policy{Last: 1}, Now: now, Delay: time.Hour})
+	got := render(p)
+	if strings.Contains(got, ".json.zst") || !strings.Contains(got, "delete snapshots/"+idA+".json (record of a snapshot dropped earlier") {
+		t.Errorf("layers of the head, records left over:\n%s", got)
+	}
+}
+
+// TestPruneOfAChainKeepsWhatKeptSnapshotsNeed: through the store, a prune
+// that drops snapshots whose manifests a kept delta applies to keeps those
+// manifests, the kept snapshots restore exactly, and once a compacted
+// delta no longer needs some of them, the next prune deletes those.
+func TestPruneOfAChainKeepsWhatKeptSnapshotsNeed(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	st, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
+	trees := map[string]testhome.Tree{}
+	var ids []string
+	var chains [][]string
+	step := func(i int) {
+		f, err := os.OpenFile(filepath.Join(home, "jobs/test/builds/2/log"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "line %d\n", i)
+		f.Close()
+		res, err := engine.Snapshot(ctx, engine.SnapshotOptions{Home: home, Store: st, Selector: sel, Log: zerolog.Nop(), MaxManifestChain: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, chains = append(ids, res.ID), append(chains, res.Manifests)
+		if trees[res.ID], err = testhome.Read(home, sel.Selected); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		step(i)
+	}
+	if len(chains[3]) != 4 {
+		t.Fatalf("chains %v: want the fourth snapshot to need four manifests", chains)
+	}
+	stored := func(key string) bool {
+		rc, err := st.Get(ctx, key, 0, -1)
+		if err == nil {
+			rc.Close()
+		}
+		return err == nil
+	}
+	restores := func(id string) {
+		t.Helper()
+		target := t.TempDir()
+		if _, err := engine.Restore(ctx, engine.RestoreOptions{Home: target, Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
+			t.Fatalf("restore %s after prune: %v", id, err)
+		}
+		got, _ := testhome.Read(target, sel.Selected)
+		if d := testhome.Diff(trees[id], got); len(d) > 0 {
+			t.Errorf("snapshot %s restores differently after prune: %v", id, d[:min(len(d), 5)])
+		}
+	}
+	if _, err := Run(ctx, Options{Store: st, Policy: retention.Policy{Last: 1}, Log: zerolog.Nop()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids[:3] {
+		if !stored(repo.ManifestKey(id)) || stored(repo.RecordKey(id)) {
+			t.Errorf("dropped %s: its manifest must stay (the head's delta needs it) and its record go", id)
+		}
+	}
+	restores(ids[3])
+	h, err := repo.LoadHistory(ctx, st)
+	if err != nil || len(h.Snapshots) != 1 || len(h.Unreferenced) != 0 || len(h.Layers) != 3 {
+		t.Fatalf("history after prune: %+v (%v), want the head and three layers", h, err)
+	}
+	// The next snapshot merges the upper half of the chain (it is at its
+	// limit of 4) into a delta on the second snapshot: the third and
+	// fourth manifests are needed no more once the head alone is kept.
+	step(4)
+	if !slices.Equal(chains[4], []string{ids[0], ids[1], ids[4]}) {
+		t.Fatalf("chains %v: want the fifth on the second", chains)
+	}
+	if _, err := Run(ctx, Options{Store: st, Policy: retention.Policy{Last: 1}, Log: zerolog.Nop()}); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids[:4] {
+		if stored(repo.ManifestKey(id)) != (i < 2) || stored(repo.RecordKey(id)) {
+			t.Errorf("snapshot %d: manifest stored %v, record stored %v; want the manifest only for the first two", i, stored(repo.ManifestKey(id)), stored(repo.RecordKey(id)))
+		}
+	}
+	restores(ids[4])
 }

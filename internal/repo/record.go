@@ -33,9 +33,25 @@ type Record struct {
 	NewBytes   int64     `json:"new_bytes"`
 	Stored     int64     `json:"stored_bytes"` // compressed bytes of this snapshot's own archive
 	Archives   []string  `json:"archives"`     // archives the snapshot's entries point into
+	// Manifests lists the snapshots whose manifests a reader merges to
+	// resolve this one, the full manifest first and this snapshot last;
+	// empty means its own manifest is full. Prune keeps every one a kept
+	// snapshot lists, so it never needs to read a manifest (or the key).
+	Manifests []string `json:"manifests,omitempty"`
+	// DeltaLines sums the lines of the delta manifests among Manifests:
+	// what a reader reads beyond the full manifest.
+	DeltaLines int64 `json:"delta_lines,omitempty"`
 	// Partial marks a record rebuilt from a manifest header (a snapshot
 	// taken before records existed): only ID, Parent, Time and Host are known.
 	Partial bool `json:"partial,omitempty"`
+}
+
+// Layers returns the snapshots whose manifests the snapshot needs.
+func (r *Record) Layers() []string {
+	if len(r.Manifests) == 0 {
+		return []string{r.ID}
+	}
+	return r.Manifests
 }
 
 // WriteRecord stores a snapshot's record; it must precede the head move.
@@ -56,21 +72,44 @@ func WriteRecord(ctx context.Context, s store.Store, r *Record) error {
 // LoadRecord reads a snapshot's record, or rebuilds a partial one from its
 // manifest's header when the snapshot predates records.
 func LoadRecord(ctx context.Context, s store.Store, id string) (*Record, error) {
+	r, err := loadStoredRecord(ctx, s, id)
+	if errors.Is(err, store.ErrNotExist) {
+		return recordFromManifest(ctx, s, id)
+	}
+	return r, err
+}
+
+// loadStoredRecord reads a snapshot's record object only.
+func loadStoredRecord(ctx context.Context, s store.Store, id string) (*Record, error) {
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
 	data, _, err := s.Load(ctx, RecordKey(id))
-	if errors.Is(err, store.ErrNotExist) {
-		return recordFromManifest(ctx, s, id)
-	}
 	if err != nil {
 		return nil, err
 	}
 	var r Record
-	if err := json.Unmarshal(data, &r); err != nil || r.ID != id || (r.Parent != "" && CheckID(r.Parent) != nil) {
+	if err := json.Unmarshal(data, &r); err != nil || r.ID != id || (r.Parent != "" && CheckID(r.Parent) != nil) || checkLayers(&r) != nil {
 		return nil, fmt.Errorf("%s is corrupt (%s): delete it and its snapshot is listed from its manifest", Name(s, RecordKey(id)), excerpt(data))
 	}
 	return &r, nil
+}
+
+// checkLayers refuses a record whose manifests could not be the chain of
+// its snapshot, before any of them becomes a key.
+func checkLayers(r *Record) error {
+	if len(r.Manifests) == 0 {
+		return nil
+	}
+	if r.Manifests[len(r.Manifests)-1] != r.ID {
+		return errors.New("the manifest chain does not end in the snapshot")
+	}
+	for _, id := range r.Manifests {
+		if err := CheckID(id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // headerWindow is how much of a manifest is read for its header line.
@@ -89,20 +128,26 @@ func recordFromManifest(ctx context.Context, s store.Store, id string) (*Record,
 	}
 	defer m.Close()
 	h := m.Header
-	if h.ID != id || (h.Parent != "" && CheckID(h.Parent) != nil) {
-		return nil, fmt.Errorf("%s: %w manifest header (id %q, parent %q)", Name(s, key), archive.ErrCorrupt, h.ID, h.Parent)
+	r := &Record{ID: id, Parent: h.Parent, Time: h.Created, Host: h.Host, Partial: true}
+	if h.Base != "" {
+		r.Manifests = h.Layers()
 	}
-	return &Record{ID: id, Parent: h.Parent, Time: h.Created, Host: h.Host, Partial: true}, nil
+	if h.ID != id || (h.Parent != "" && CheckID(h.Parent) != nil) || checkLayers(r) != nil {
+		return nil, fmt.Errorf("%s: %w manifest header (id %q, parent %q, chain %q)", Name(s, key), archive.ErrCorrupt, h.ID, h.Parent, h.Chain)
+	}
+	return r, nil
 }
 
 // History is what a store holds: the snapshots the head reaches through
-// its parents (the committed history), newest first, and the snapshots it
-// does not reach (discarded by a lost race or a failed commit, left for
-// prune), oldest first.
+// its parents (the committed history), newest first; the snapshots it does
+// not reach (discarded by a lost race or a failed commit, left for prune),
+// oldest first; and the manifests kept only as layers that a reached
+// snapshot's delta manifest needs (their snapshots were pruned).
 type History struct {
 	Head         string
 	Snapshots    []*Record
 	Unreferenced []string
+	Layers       []string
 }
 
 // loadParallelism bounds the record GETs in flight while listing.
@@ -140,7 +185,10 @@ func LoadHistory(ctx context.Context, s store.Store) (*History, error) {
 	g.SetLimit(loadParallelism)
 	for _, id := range ids {
 		g.Go(func() error {
-			r, err := LoadRecord(gctx, s, id)
+			r, err := loadStoredRecord(gctx, s, id)
+			if errors.Is(err, store.ErrNotExist) {
+				return nil // predates records, or a manifest kept as a layer
+			}
 			if err != nil {
 				return err
 			}
@@ -168,8 +216,18 @@ func LoadHistory(ctx context.Context, s store.Store) (*History, error) {
 		h.Snapshots = append(h.Snapshots, r)
 		id = r.Parent
 	}
+	layer := map[string]bool{}
+	for _, r := range h.Snapshots {
+		for _, id := range r.Layers() {
+			layer[id] = true
+		}
+	}
 	for _, id := range ids {
-		if !reached[id] {
+		switch {
+		case reached[id]:
+		case layer[id]:
+			h.Layers = append(h.Layers, id)
+		default:
 			h.Unreferenced = append(h.Unreferenced, id)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 //
 //	homesnap.json              marker: this prefix is a homesnap store, and its format
 //	head.json                  the newest snapshot, moved by compare-and-swap
-//	snapshots/<id>.json.zst    manifests
+//	snapshots/<id>.json.zst    manifests: full, or a delta on an older snapshot's (see archive.Header.Base)
 //	snapshots/<id>.json        records: a snapshot's summary (see Record)
 //	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
 //
@@ -37,9 +37,13 @@ const (
 	EncryptedSuffix = ".age"
 )
 
-// FormatVersion is the store layout this homesnap reads and writes; a store
-// whose marker names another is refused before anything is read or written.
-const FormatVersion = 1
+// FormatVersion is the store layout this homesnap writes; it reads every
+// version up to it, and refuses a store whose marker names a newer one
+// before anything is read or written. Version 2 stores may hold delta
+// manifests, which a version 1 homesnap cannot read and whose layers its
+// prune would delete: a store's marker moves to 2 before its first delta
+// is written (UpgradeMarker), so that such a homesnap refuses it at once.
+const FormatVersion = 2
 
 func ManifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
 func RecordKey(id string) string   { return "snapshots/" + id + ".json" }
@@ -167,8 +171,8 @@ func parseMarker(s store.Store, data []byte) (*Marker, error) {
 	if err := json.Unmarshal(data, &m); err != nil || m.Homesnap == 0 {
 		return nil, fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; point --store at a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
 	}
-	if m.Homesnap != FormatVersion {
-		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports version %d only: use the homesnap release that wrote the store, or point --store at another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
+	if m.Homesnap < 1 || m.Homesnap > FormatVersion {
+		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports versions 1 to %d: upgrade homesnap to the release that wrote the store, or point --store at another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
 	}
 	return &m, nil
 }
@@ -198,11 +202,37 @@ func LoadMarker(ctx context.Context, s store.Store) (*Marker, store.Version, err
 
 // SaveMarker writes the marker if it is still at version old ("" creates
 // it); it returns an error wrapping store.ErrPrecondition when another
-// writer changed it first.
+// writer changed it first. A new marker gets the current format; an
+// existing one keeps its own (see UpgradeMarker).
 func SaveMarker(ctx context.Context, s store.Store, m *Marker, old store.Version) (store.Version, error) {
-	m.Homesnap = FormatVersion
+	if m.Homesnap == 0 {
+		m.Homesnap = FormatVersion
+	}
 	data, _ := json.Marshal(m)
 	return store.CompareAndSwap(ctx, s, MarkerKey, data, old)
+}
+
+// UpgradeMarker moves the store's marker to the current format, keeping
+// what else it says; a writer calls it before it stores an object that
+// older releases cannot read.
+func UpgradeMarker(ctx context.Context, s store.Store) error {
+	for try := 0; ; try++ {
+		m, v, err := LoadMarker(ctx, s)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			m = &Marker{}
+		}
+		if m.Homesnap >= FormatVersion {
+			return nil
+		}
+		m.Homesnap = FormatVersion
+		_, err = SaveMarker(ctx, s, m, v)
+		if err == nil || !errors.Is(err, store.ErrPrecondition) || try == 2 {
+			return err
+		}
+	}
 }
 
 // excerpt quotes the start of a damaged object for a message.

@@ -30,10 +30,10 @@ func put(t *testing.T, s store.Store, key, data string) {
 func TestMarkerOfAnotherFormatOrGarbageIsRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ marker, want string }{
-		{`{"homesnap":2}`, "format version 2; this homesnap supports version 1"},
+		{`{"homesnap":3}`, "format version 3; this homesnap supports versions 1 to 2: upgrade homesnap"},
 		{`{"homesnap":"x"}`, "not a homesnap store marker"},
 		{`garbage`, `"garbage"`},
-		{`{}`, "supports format version 1"},
+		{`{}`, "supports format version 2"},
 	} {
 		s := newStore(t)
 		put(t, s, repo.MarkerKey, c.marker)
@@ -107,5 +107,33 @@ func TestHistoryWalksParentsFromTheHead(t *testing.T) {
 		if (r == nil && q.want != "") || (r != nil && r.ID != q.want) {
 			t.Errorf("At(%v) = %v, want %q", q.at, r, q.want)
 		}
+	}
+}
+
+// TestFormat1StoreIsReadAndUpgraded: a store of format 1 is used as it is;
+// UpgradeMarker moves it to the current format keeping what else the
+// marker says, and is a no-op after.
+func TestFormat1StoreIsReadAndUpgraded(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	put(t, s, repo.MarkerKey, `{"homesnap":1,"encryption":"age","recipients":["fp1"]}`)
+	if err := repo.CheckMarker(ctx, s); err != nil {
+		t.Fatalf("format 1 store refused: %v", err)
+	}
+	m, v, _ := repo.LoadMarker(ctx, s)
+	if _, err := repo.SaveMarker(ctx, s, m, v); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _ := repo.LoadMarker(ctx, s); m.Homesnap != 1 {
+		t.Errorf("saving a format 1 marker made it format %d", m.Homesnap)
+	}
+	for range 2 {
+		if err := repo.UpgradeMarker(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _, _ = repo.LoadMarker(ctx, s)
+	if m.Homesnap != repo.FormatVersion || m.Encryption != "age" || len(m.Recipients) != 1 {
+		t.Errorf("upgraded marker %+v", m)
 	}
 }

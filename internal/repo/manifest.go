@@ -1,0 +1,93 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// OpenManifest opens snapshot id's manifest as a stream of its resolved
+// entries. A delta manifest's header names the chain of manifests it
+// applies to; they are opened together and merged in path order, each
+// checked to be the snapshot the chain names. A missing or damaged layer
+// is an archive.ErrCorrupt error naming its object.
+func OpenManifest(ctx context.Context, s store.Store, id string) (*archive.ChainReader, error) {
+	top, err := openLayer(ctx, s, id, id)
+	if err != nil {
+		return nil, err
+	}
+	ids := top.Header.Layers()
+	layers := make([]*archive.ManifestReader, len(ids))
+	names := make([]string, len(ids))
+	layers[len(ids)-1] = top
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(loadParallelism)
+	for i, lid := range ids {
+		names[i] = Name(s, ManifestKey(lid))
+		if i == len(ids)-1 {
+			break
+		}
+		if err := CheckID(lid); err != nil {
+			g.Go(func() error {
+				return fmt.Errorf("%s: %w manifest header: chain names %v", names[len(ids)-1], archive.ErrCorrupt, err)
+			})
+			break
+		}
+		g.Go(func() (err error) {
+			layers[i], err = openLayer(gctx, s, lid, id)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		for _, l := range layers {
+			if l != nil {
+				l.Close()
+			}
+		}
+		return nil, err
+	}
+	return archive.NewChainReader(layers, names)
+}
+
+// openLayer opens the manifest of snapshot id, a layer that snapshot of
+// needs.
+func openLayer(ctx context.Context, s store.Store, id, of string) (*archive.ManifestReader, error) {
+	key := ManifestKey(id)
+	rc, err := s.Get(ctx, key, 0, -1)
+	if err != nil {
+		if errors.Is(err, store.ErrNotExist) && id == of {
+			return nil, fmt.Errorf("%w store: the manifest of snapshot %s is missing (%s); pick another snapshot from `restore --list`", archive.ErrCorrupt, id, Name(s, key))
+		}
+		if errors.Is(err, store.ErrNotExist) {
+			return nil, fmt.Errorf("%w store: %s is missing: snapshot %s's manifest is a delta that needs it; pick a snapshot from `restore --list` whose manifests are all present", archive.ErrCorrupt, Name(s, key), of)
+		}
+		return nil, err
+	}
+	m, err := archive.NewManifestReader(closeAtEnd{rc})
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("%s: %w", Name(s, key), err)
+	}
+	if m.Header.ID != id {
+		m.Close()
+		return nil, fmt.Errorf("%s: %w manifest: it describes snapshot %q", Name(s, key), archive.ErrCorrupt, m.Header.ID)
+	}
+	return m, nil
+}
+
+// closeAtEnd closes the store reader once the manifest hits EOF or an error.
+type closeAtEnd struct{ io.ReadCloser }
+
+func (r closeAtEnd) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err != nil {
+		r.ReadCloser.Close()
+	}
+	return n, err
+}
