@@ -32,6 +32,7 @@ type restoreConfig struct {
 	List       bool          `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
 	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
 	AgentConfig
+	VerifyConfig
 	AgeIdentity
 
 	at    time.Time
@@ -49,6 +50,9 @@ func (c *restoreConfig) validate() error {
 	}
 	if err := nonNegative("--deadline/HOMESNAP_DEADLINE", c.Deadline, "0 means none"); err != nil {
 		return err
+	}
+	if c.verifying() && c.List {
+		return errVerifyAndList
 	}
 	if c.At != "" {
 		if c.Snapshot != "" {
@@ -98,6 +102,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// One deadline for everything, the store's opening included, so that
 	// an unreachable endpoint cannot hold a pod in its init phase.
 	limit := cfg.Deadline
+	if cfg.verifying() {
+		limit = 0 // a check of a whole store is not an init container's step: only --timeout bounds it
+	}
 	if cfg.Timeout > 0 && (limit == 0 || cfg.Timeout < limit) {
 		limit = cfg.Timeout
 	}
@@ -129,6 +136,10 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fail("cannot list snapshots", err)
 		}
 		return nil
+	}
+	if cfg.verifying() {
+		setStep("verifying snapshots")
+		return verify(ctx, &cfg, st, stdout, log)
 	}
 	// An encrypted store is read through age from here on; a missing or
 	// wrong identity fails now, naming the recipients it needs.

@@ -185,6 +185,8 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 		return nil, err
 	}
 	r := &restorer{o: o, id: id, res: RestoreResult{ID: id, DryRun: o.DryRun}}
+	r.fetch = &fetcher{store: o.Store, fetched: &r.fetched, verb: "restore", note: "; nothing was changed in the home",
+		file: func(e *archive.Entry, src io.Reader) error { return r.writeFile(e.Path, e, src) }}
 	if err := r.run(ctx); err != nil {
 		return nil, err
 	}
@@ -211,6 +213,7 @@ type restorer struct {
 	root    bool // running as root: restore numeric owners
 	umask   fs.FileMode
 	fetched atomic.Int64
+	fetch   *fetcher // the staging pass's ranged reads
 
 	home      int    // descriptor of the home: every path is opened relative to it
 	stageDir  string // <home>/.homesnap-restore-<id>
