@@ -144,6 +144,16 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// An encrypted store is read through age from here on; a missing or
 	// wrong identity fails now, naming the recipients it needs.
 	setStep("checking the store's encryption")
+	if !cfg.at.IsZero() {
+		// Resolved now, so that the encryption, the agent check and the
+		// master key are checked on the snapshot --at chooses, not the head.
+		setStep("finding the snapshot at " + cfg.At)
+		id, err := snapshotAt(ctx, st, cfg.at)
+		if err != nil {
+			return fail("restore failed", err)
+		}
+		cfg.Snapshot = id // "" for an empty store: the decision says what that means
+	}
 	snapshot := cfg.Snapshot
 	if snapshot == "head" {
 		snapshot = ""

@@ -99,17 +99,24 @@ func chosenSnapshot(ctx context.Context, cfg *restoreConfig, st store.Store) (st
 	if cfg.Snapshot == "" && cfg.at.IsZero() {
 		return "", nil
 	}
+	id, err := snapshotAt(ctx, st, cfg.at)
+	if err == nil && id == "" {
+		err = fmt.Errorf("%w in %s yet", repo.ErrNoSnapshot, st)
+	}
+	return id, err
+}
+
+// snapshotAt returns the newest snapshot of the head's history taken at or
+// before at (zero: the head), or "" when the store has no snapshot.
+func snapshotAt(ctx context.Context, st store.Store, at time.Time) (string, error) {
 	head, _, err := repo.LoadHead(ctx, st)
-	if err != nil {
+	if err != nil || head == nil {
 		return "", err
 	}
-	if head == nil {
-		return "", fmt.Errorf("%w in %s yet", repo.ErrNoSnapshot, st)
-	}
-	if cfg.at.IsZero() {
+	if at.IsZero() {
 		return head.Snapshot, nil
 	}
-	return engine.SnapshotAt(ctx, st, head.Snapshot, cfg.at)
+	return engine.SnapshotAt(ctx, st, head.Snapshot, at)
 }
 
 // errVerifyAndList refuses two commands at once.
