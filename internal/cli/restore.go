@@ -33,6 +33,7 @@ type restoreConfig struct {
 	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
 	AgentConfig
 	VerifyConfig
+	ProgressConfig
 	AgeIdentity
 
 	at    time.Time
@@ -53,6 +54,9 @@ func (c *restoreConfig) validate() error {
 	}
 	if c.verifying() && c.List {
 		return errVerifyAndList
+	}
+	if err := c.ProgressConfig.validate(); err != nil {
+		return err
 	}
 	if c.At != "" {
 		if c.Snapshot != "" {
@@ -139,7 +143,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.verifying() {
 		setStep("verifying snapshots")
-		return verify(ctx, &cfg, st, stdout, log)
+		return verify(ctx, &cfg, st, stdout, stderr, log)
 	}
 	// An encrypted store is read through age from here on; a missing or
 	// wrong identity fails now, naming the recipients it needs.
@@ -188,7 +192,15 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return reported{err}
 	}
 	opts.BeforeCommit = check.beforeCommit // agent continuity, on the staged tree
+	var progress reporter
+	if !cfg.DryRun {
+		progress = newProgress(cfg.Progress, "restore", stderr, log)
+		opts.Progress = progressOf(progress)
+	}
 	res, err := engine.RestoreHome(ctx, opts)
+	if progress != nil {
+		progress.stop()
+	}
 	if err == nil && !cfg.DryRun {
 		err = check.afterCommit(ctx, home, res.Decision.Action == engine.ActFirstBoot)
 	}

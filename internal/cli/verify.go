@@ -27,7 +27,7 @@ func (v VerifyConfig) verifying() bool { return v.Verify || v.VerifyStructure }
 // verify is restore --verify and --verify-structure. A log line for every
 // problem, a summary line, and one line per snapshot on standard output:
 // "ok<TAB>ID" or "damaged<TAB>ID".
-func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout io.Writer, log zerolog.Logger) error {
+func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, stderr io.Writer, log zerolog.Logger) error {
 	start := time.Now()
 	ids, err := cfg.AgeIdentity.identities()
 	if err != nil {
@@ -57,7 +57,15 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout io.W
 	if opts.Structure {
 		mode = "structure"
 	}
+	var progress reporter
+	if !opts.Structure {
+		progress = newProgress(cfg.Progress, "verify", stderr, log)
+		opts.Progress = progressOf(progress)
+	}
 	res, err := engine.Verify(ctx, opts)
+	if progress != nil {
+		progress.stop()
+	}
 	if res == nil {
 		log.Error().Err(err).Str("store", st.String()).Msg("verify failed")
 		return reported{err}

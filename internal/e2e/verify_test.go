@@ -156,3 +156,23 @@ func TestVerifyEncryptedStore(t *testing.T) {
 		t.Fatalf("flipped byte: exit %d, problems %q\n%s", r.code, problems, tail(r.stderr, 2000))
 	}
 }
+
+// Off a terminal the restore logs its progress; the last line's counts are
+// the restore's. --progress=off logs none.
+func TestRestoreLogsProgress(t *testing.T) {
+	home, storeDir := buildHome(t, "", 0), t.TempDir()
+	env := []string{"HOMESNAP_LOG_FORMAT=json", "HOMESNAP_STORE=" + storeDir}
+	ok(t, run(t, "snapshot", env, "--once", "--home", home))
+	r := run(t, "restore", env, "--home", t.TempDir())
+	for _, f := range [][2]string{{"files_done", "files"}, {"bytes_done", "bytes"}, {"files_total", "files"}} {
+		got, _ := logField(r.stderr, "restore progress", f[0]).(float64)
+		want, _ := logField(r.stderr, "restore complete", f[1]).(float64)
+		if r.code != 0 || got == 0 || got != want {
+			t.Errorf("progress %s = %v, the restore's %s = %v (exit %d)\n%s", f[0], got, f[1], want, r.code, tail(r.stderr, 2000))
+		}
+	}
+	r = run(t, "restore", env, "--home", t.TempDir(), "--progress", "off")
+	if r.code != 0 || strings.Contains(r.stderr, "restore progress") {
+		t.Errorf("--progress=off: exit %d\n%s", r.code, tail(r.stderr, 2000))
+	}
+}

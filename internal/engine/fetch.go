@@ -268,6 +268,9 @@ func (r *restorer) writeFile(rel string, e *archive.Entry, src io.Reader) error 
 	}
 	err = unix.Close(fd)
 	fd = -1
+	if err == nil {
+		done(r.o.Progress, e)
+	}
 	return err
 }
 

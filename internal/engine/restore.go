@@ -65,7 +65,10 @@ type RestoreOptions struct {
 	// be after the commit (see overlayFS); an error aborts the restore and
 	// leaves the home as it was.
 	BeforeCommit func(ctx context.Context, staged fs.FS) error
-	Log          zerolog.Logger
+	// Progress, when set, is told about every file the restore writes
+	// (not in a dry run).
+	Progress Progress
+	Log      zerolog.Logger
 
 	hooks *restoreHooks // tests inject failures here
 }

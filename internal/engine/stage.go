@@ -221,6 +221,7 @@ func (s *stager) write(e *archive.Entry) error {
 	if r.o.DryRun {
 		return nil
 	}
+	planned(r.o.Progress, e)
 	var err error
 	switch {
 	case e.Type == archive.TypeDir:

@@ -37,6 +37,9 @@ type VerifyOptions struct {
 	// OnProblem is told about every problem as it is found (from several
 	// goroutines, one call at a time).
 	OnProblem func(Problem)
+	// Progress, when set, is told about every file whose content is
+	// checked (not in a structure check).
+	Progress Progress
 }
 
 // Problem is one missing or damaged object.
@@ -218,6 +221,7 @@ func (v *verifier) snapshot(ctx context.Context, g *errgroup.Group, id, prev str
 			return err
 		}
 		v.files.Add(1)
+		done(v.o.Progress, e)
 		return nil
 	}}
 	runs := newRunBuilder(func(rn *run) {
@@ -250,6 +254,7 @@ func (v *verifier) snapshot(ctx context.Context, g *errgroup.Group, id, prev str
 		if v.o.Structure || before.has(ctx, e) {
 			continue
 		}
+		planned(v.o.Progress, e)
 		runs.add(e)
 	}
 	runs.flush()
