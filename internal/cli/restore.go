@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -31,6 +32,7 @@ type restoreConfig struct {
 	Exclude    []string      `envconfig:"HOMESNAP_RESTORE_EXCLUDE" flag:"exclude" desc:"leave paths matching this glob alone"`
 	List       bool          `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
 	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
+	RestoreSelection
 	AgentConfig
 	VerifyConfig
 	ProgressConfig
@@ -38,6 +40,7 @@ type restoreConfig struct {
 
 	at    time.Time
 	owner *engine.Owner
+	sel   *selector.Selector
 }
 
 func (c *restoreConfig) validate() error {
@@ -56,6 +59,10 @@ func (c *restoreConfig) validate() error {
 		return errVerifyAndList
 	}
 	if err := c.ProgressConfig.validate(); err != nil {
+		return err
+	}
+	var err error
+	if c.sel, err = c.RestoreSelection.selector(); err != nil {
 		return err
 	}
 	if c.At != "" {
@@ -179,7 +186,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	opts := engine.HomeOptions{
 		RestoreOptions: engine.RestoreOptions{
-			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty,
+			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
 			Include: cfg.Include, Exclude: cfg.Exclude, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, Log: log,
 		},
 		At: cfg.at, Step: setStep,

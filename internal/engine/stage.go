@@ -47,7 +47,7 @@ func (r *restorer) stage(ctx context.Context) error {
 		}
 		if f := pr.filter; f.skipped > 0 && len(r.o.Include) == 0 && len(r.o.Exclude) == 0 {
 			r.o.Log.Warn().Int64("paths", f.skipped).Str("example", f.skippedE).Str("snapshot_preset", pr.m.Header.Selection.Preset).
-				Msg("the snapshot holds paths outside this restore's selection; they were not restored (give restore the selection the snapshot was taken with)")
+				Msg("the snapshot holds paths outside this restore's selection; they were not restored (give restore the selection the snapshot was taken with: --preset, --select-include, --select-exclude)")
 		}
 	}()
 	sctx, cancel := context.WithCancel(ctx)
