@@ -277,6 +277,10 @@ func (v *verifier) need(id string, ends map[string]int64) {
 // checkRecord compares the snapshot's record with what its manifest holds.
 func (v *verifier) checkRecord(ctx context.Context, id string, files, bytes int64, fail func(string, error) (bool, error)) (bool, error) {
 	rec, err := repo.LoadRecord(ctx, v.o.Store, id)
+	var se *store.Error
+	if err != nil && errors.As(err, &se) && !errors.Is(err, store.ErrNotExist) {
+		return false, err // the store failed, not the record
+	}
 	if err != nil {
 		return fail(repo.Name(v.o.Store, repo.RecordKey(id)), fmt.Errorf("%w: %w", archive.ErrCorrupt, err))
 	}
