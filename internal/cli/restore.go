@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -31,11 +32,15 @@ type restoreConfig struct {
 	Exclude    []string      `envconfig:"HOMESNAP_RESTORE_EXCLUDE" flag:"exclude" desc:"leave paths matching this glob alone"`
 	List       bool          `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
 	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
+	RestoreSelection
 	AgentConfig
+	VerifyConfig
+	ProgressConfig
 	AgeIdentity
 
 	at    time.Time
 	owner *engine.Owner
+	sel   *selector.Selector
 }
 
 func (c *restoreConfig) validate() error {
@@ -48,6 +53,16 @@ func (c *restoreConfig) validate() error {
 		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want text (or table) or json", c.Output)}
 	}
 	if err := nonNegative("--deadline/HOMESNAP_DEADLINE", c.Deadline, "0 means none"); err != nil {
+		return err
+	}
+	if c.verifying() && c.List {
+		return errVerifyAndList
+	}
+	if err := c.ProgressConfig.validate(); err != nil {
+		return err
+	}
+	var err error
+	if c.sel, err = c.RestoreSelection.selector(); err != nil {
 		return err
 	}
 	if c.At != "" {
@@ -98,6 +113,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// One deadline for everything, the store's opening included, so that
 	// an unreachable endpoint cannot hold a pod in its init phase.
 	limit := cfg.Deadline
+	if cfg.verifying() {
+		limit = 0 // a check of a whole store is not an init container's step: only --timeout bounds it
+	}
 	if cfg.Timeout > 0 && (limit == 0 || cfg.Timeout < limit) {
 		limit = cfg.Timeout
 	}
@@ -130,9 +148,23 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return nil
 	}
+	if cfg.verifying() {
+		setStep("verifying snapshots")
+		return verify(ctx, &cfg, st, stdout, stderr, log)
+	}
 	// An encrypted store is read through age from here on; a missing or
 	// wrong identity fails now, naming the recipients it needs.
 	setStep("checking the store's encryption")
+	if !cfg.at.IsZero() {
+		// Resolved now, so that the encryption, the agent check and the
+		// master key are checked on the snapshot --at chooses, not the head.
+		setStep("finding the snapshot at " + cfg.At)
+		id, err := snapshotAt(ctx, st, cfg.at)
+		if err != nil {
+			return fail("restore failed", err)
+		}
+		cfg.Snapshot = id // "" for an empty store: the decision says what that means
+	}
 	snapshot := cfg.Snapshot
 	if snapshot == "head" {
 		snapshot = ""
@@ -154,7 +186,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	opts := engine.HomeOptions{
 		RestoreOptions: engine.RestoreOptions{
-			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty,
+			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
 			Include: cfg.Include, Exclude: cfg.Exclude, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, Log: log,
 		},
 		At: cfg.at, Step: setStep,
@@ -167,7 +199,15 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return reported{err}
 	}
 	opts.BeforeCommit = check.beforeCommit // agent continuity, on the staged tree
+	var progress reporter
+	if !cfg.DryRun {
+		progress = newProgress(cfg.Progress, "restore", stderr, log)
+		opts.Progress = progressOf(progress)
+	}
 	res, err := engine.RestoreHome(ctx, opts)
+	if progress != nil {
+		progress.stop()
+	}
 	if err == nil && !cfg.DryRun {
 		err = check.afterCommit(ctx, home, res.Decision.Action == engine.ActFirstBoot)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -58,8 +59,9 @@ func (e *NoIdentityError) Error() string {
 		e.Object, have, list(e.Need))
 }
 
-// ErrTampered marks an encrypted object that fails authentication.
-var ErrTampered = errors.New("failed authentication: the object is damaged or was tampered with")
+// ErrTampered marks an encrypted object that fails authentication: a
+// corrupt snapshot, as a damaged plain archive is.
+var ErrTampered = fmt.Errorf("%w: failed authentication: the object is damaged or was tampered with", archive.ErrCorrupt)
 
 func (s *Store) stored(key string) string { return key + repo.EncryptedSuffix }
 

@@ -56,23 +56,73 @@ func (rn *run) add(e *archive.Entry) bool {
 	return true
 }
 
-// fetchRun reads one range and writes the files it holds. Entries whose
+// runBuilder groups the file entries of one manifest pass into runs: each
+// archive has one open run that grows until the next entry is too far or
+// the run too long, and is then handed to dispatch.
+type runBuilder struct {
+	open     map[string]*run
+	dispatch func(*run)
+}
+
+func newRunBuilder(dispatch func(*run)) *runBuilder {
+	return &runBuilder{open: map[string]*run{}, dispatch: dispatch}
+}
+
+func (b *runBuilder) add(e *archive.Entry) {
+	if cur := b.open[e.Archive]; cur == nil || !cur.add(e) {
+		if cur != nil {
+			b.dispatch(cur)
+		}
+		b.open[e.Archive] = newRun(e)
+	}
+}
+
+// flush dispatches the remaining runs, in archive order.
+func (b *runBuilder) flush() {
+	ids := make([]string, 0, len(b.open))
+	for id := range b.open {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		b.dispatch(b.open[id])
+	}
+	clear(b.open)
+}
+
+// errMissing is wrapped (with archive.ErrCorrupt) by the error of a run
+// whose archive is not in the store.
+var errMissing = errors.New("is missing")
+
+// fetcher reads runs of archive bytes and hands the content of every file
+// to file, which must read e.Size bytes from src and check them (see
+// readChecked): the restore writes them into its staging tree, a verify
+// only hashes them.
+type fetcher struct {
+	store   store.Store
+	fetched *atomic.Int64 // compressed bytes read
+	file    func(e *archive.Entry, src io.Reader) error
+	verb    string // what file does, for messages: "restore", "check"
+	note    string // appended to every error ("; nothing was changed in the home")
+}
+
+// run reads one range and consumes the files it holds. Entries whose
 // bytes start in the same frame are decoded together; the compressed
 // bytes between such groups are skipped without decoding, and each group
 // may decode only what its entries account for (archive.MaxDecoded), so a
 // crafted range cannot make a restore decode more than an honest one.
-func (r *restorer) fetchRun(ctx context.Context, rn *run) error {
+func (f *fetcher) run(ctx context.Context, rn *run) error {
 	key := repo.ArchiveKey(rn.archive)
-	where := fmt.Sprintf("%s (bytes %d-%d)", repo.Name(r.o.Store, key), rn.start, rn.end-1)
-	rc, err := r.o.Store.Get(ctx, key, rn.start, rn.end-rn.start)
+	where := fmt.Sprintf("%s (bytes %d-%d)", repo.Name(f.store, key), rn.start, rn.end-1)
+	rc, err := f.store.Get(ctx, key, rn.start, rn.end-rn.start)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
-			return fmt.Errorf("%w store: archive %s is missing (needed for %s); nothing was changed in the home", archive.ErrCorrupt, repo.Name(r.o.Store, key), rn.entries[0].Path)
+			return fmt.Errorf("%w store: archive %s %w (needed for %s)%s", archive.ErrCorrupt, repo.Name(f.store, key), errMissing, rn.entries[0].Path, f.note)
 		}
-		return fmt.Errorf("read %s: %w; nothing was changed in the home", where, err)
+		return fmt.Errorf("read %s: %w%s", where, err, f.note)
 	}
 	defer rc.Close()
-	src := &countingReader{r: rc, n: &r.fetched}
+	src := &countingReader{r: rc, n: f.fetched}
 	slices.SortStableFunc(rn.entries, func(a, b *archive.Entry) int { return cmp.Compare(a.Offset, b.Offset) })
 	pos := rn.start
 	for len(rn.entries) > 0 {
@@ -84,30 +134,29 @@ func (r *restorer) fetchRun(ctx context.Context, rn *run) error {
 		rn.entries = rn.entries[n:]
 		off := group[0].Offset
 		if off < pos {
-			return fmt.Errorf("%w archive %s: %q starts inside the bytes of an earlier file; nothing was changed in the home", archive.ErrCorrupt, where, group[0].Path)
+			return fmt.Errorf("%w archive %s: %q starts inside the bytes of an earlier file%s", archive.ErrCorrupt, where, group[0].Path, f.note)
 		}
 		if _, err := io.CopyN(io.Discard, src, off-pos); err != nil {
-			return fmt.Errorf("read %s: %w; nothing was changed in the home", where, err)
+			return fmt.Errorf("read %s: %w%s", where, err, f.note)
 		}
 		end := off
 		for _, e := range group {
 			end = max(end, e.Offset+e.Length)
 		}
 		section := io.LimitReader(src, end-off)
-		if err := r.fetchGroup(section, group, where); err != nil {
+		if err := f.group(section, group, where); err != nil {
 			return err
 		}
 		if _, err := io.Copy(io.Discard, section); err != nil {
-			return fmt.Errorf("read %s: %w; nothing was changed in the home", where, err)
+			return fmt.Errorf("read %s: %w%s", where, err, f.note)
 		}
 		pos = end
 	}
 	return ctx.Err()
 }
 
-// fetchGroup decodes the entries whose first frame starts at the same
-// offset.
-func (r *restorer) fetchGroup(section io.Reader, group []*archive.Entry, where string) error {
+// group decodes the entries whose first frame starts at the same offset.
+func (f *fetcher) group(section io.Reader, group []*archive.Entry, where string) error {
 	var size int64
 	want := make(map[string]*archive.Entry, len(group))
 	for _, e := range group {
@@ -116,13 +165,13 @@ func (r *restorer) fetchGroup(section io.Reader, group []*archive.Entry, where s
 	}
 	tr, err := archive.NewRangeReader(section, archive.MaxDecoded(len(group), size))
 	if err != nil {
-		return fmt.Errorf("read %s: %w; nothing was changed in the home", where, err)
+		return fmt.Errorf("read %s: %w%s", where, err, f.note)
 	}
 	defer tr.Close()
 	for len(want) > 0 {
 		hdr, err := tr.Next()
 		if err != nil && tr.SourceErr() != nil {
-			return fmt.Errorf("read %s: %w; nothing was changed in the home", where, tr.SourceErr())
+			return fmt.Errorf("read %s: %w%s", where, tr.SourceErr(), f.note)
 		}
 		if err != nil {
 			missing := ""
@@ -131,9 +180,9 @@ func (r *restorer) fetchGroup(section io.Reader, group []*archive.Entry, where s
 				break
 			}
 			if tr.Exceeded() {
-				return fmt.Errorf("%w (looking for %q in %s); nothing was changed in the home", archive.ErrTooLarge, missing, where)
+				return fmt.Errorf("%w (looking for %q in %s)%s", archive.ErrTooLarge, missing, where, f.note)
 			}
-			return fmt.Errorf("%w archive %s: %v before %q was found; nothing was changed in the home", archive.ErrCorrupt, where, err, missing)
+			return fmt.Errorf("%w archive %s: %v before %q was found%s", archive.ErrCorrupt, where, err, missing, f.note)
 		}
 		e, ok := want[hdr.Name]
 		if !ok {
@@ -143,12 +192,46 @@ func (r *restorer) fetchGroup(section io.Reader, group []*archive.Entry, where s
 		if hdr.Typeflag != '0' || hdr.Size != e.Size {
 			return fmt.Errorf("%w archive %s: %q is type %q size %d, manifest says a file of %d bytes", archive.ErrCorrupt, where, e.Path, hdr.Typeflag, hdr.Size, e.Size)
 		}
-		if err := r.writeFile(e.Path, e, tr); err != nil {
+		if err := f.file(e, tr); err != nil {
 			if serr := tr.SourceErr(); serr != nil {
 				err = serr // a failed read, not a damaged archive
 			}
-			return fmt.Errorf("restore %s from %s: %w; nothing was changed in the home", e.Path, where, err)
+			return fmt.Errorf("%s %s from %s: %w%s", f.verb, e.Path, where, err, f.note)
 		}
+	}
+	return nil
+}
+
+// readChecked reads e's e.Size bytes of content from src (nil: none),
+// hands them to sink (nil: they are only hashed) and checks their hash
+// against the manifest's.
+func readChecked(src io.Reader, e *archive.Entry, sink func([]byte) error) error {
+	h := sha256.New()
+	if src != nil {
+		bp := copyBuffers.Get().(*[]byte)
+		defer copyBuffers.Put(bp)
+		buf := *bp
+		for left := e.Size; left > 0; {
+			n, err := io.ReadFull(src, buf[:min(int64(len(buf)), left)])
+			if err != nil {
+				if errors.Is(err, archive.ErrTooLarge) {
+					return err
+				}
+				return fmt.Errorf("%w: archive ends inside the file (%v)", archive.ErrCorrupt, err)
+			}
+			h.Write(buf[:n])
+			if sink != nil {
+				if err := sink(buf[:n]); err != nil {
+					return err
+				}
+			}
+			left -= int64(n)
+		}
+	}
+	var sum archive.Hash
+	h.Sum(sum[:0])
+	if e.Hash == nil || sum != *e.Hash {
+		return fmt.Errorf("%w: content hash %s does not match the manifest's %s", archive.ErrCorrupt, sum, e.Hash)
 	}
 	return nil
 }
@@ -166,30 +249,8 @@ func (r *restorer) writeFile(rel string, e *archive.Entry, src io.Reader) error 
 			unix.Close(fd)
 		}
 	}()
-	h := sha256.New()
-	if src != nil {
-		bp := copyBuffers.Get().(*[]byte)
-		defer copyBuffers.Put(bp)
-		buf := *bp
-		for left := e.Size; left > 0; {
-			n, err := io.ReadFull(src, buf[:min(int64(len(buf)), left)])
-			if err != nil {
-				if errors.Is(err, archive.ErrTooLarge) {
-					return err
-				}
-				return fmt.Errorf("%w: archive ends inside the file (%v)", archive.ErrCorrupt, err)
-			}
-			h.Write(buf[:n])
-			if err := writeAll(fd, buf[:n]); err != nil {
-				return err
-			}
-			left -= int64(n)
-		}
-	}
-	var sum archive.Hash
-	h.Sum(sum[:0])
-	if e.Hash == nil || sum != *e.Hash {
-		return fmt.Errorf("%w: content hash %s does not match the manifest's %s", archive.ErrCorrupt, sum, e.Hash)
+	if err := readChecked(src, e, func(b []byte) error { return writeAll(fd, b) }); err != nil {
+		return err
 	}
 	if uid, gid, ok := r.owner(e); ok && (uid != 0 || gid != 0) {
 		if err := unix.Fchown(fd, uid, gid); err != nil {
@@ -207,6 +268,9 @@ func (r *restorer) writeFile(rel string, e *archive.Entry, src io.Reader) error 
 	}
 	err = unix.Close(fd)
 	fd = -1
+	if err == nil {
+		done(r.o.Progress, e)
+	}
 	return err
 }
 

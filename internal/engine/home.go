@@ -7,6 +7,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store"
 )
 
 // HomeOptions configures a restore that first decides whether to restore
@@ -58,7 +59,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 		target = head.Snapshot
 		if !o.At.IsZero() {
 			step("finding the snapshot at " + o.At.Format(time.RFC3339))
-			if target, err = snapshotAt(ctx, o, head.Snapshot); err != nil {
+			if target, err = SnapshotAt(ctx, o.Store, head.Snapshot, o.At); err != nil {
 				return nil, err
 			}
 		}
@@ -162,14 +163,14 @@ func survey(ctx context.Context, o HomeOptions, head *repo.Head, target string, 
 	})
 }
 
-// snapshotAt finds the newest snapshot of the head's history taken at or
-// before o.At.
-func snapshotAt(ctx context.Context, o HomeOptions, head string) (string, error) {
+// SnapshotAt finds the newest snapshot of head's history taken at or
+// before at.
+func SnapshotAt(ctx context.Context, st store.Store, head string, at time.Time) (string, error) {
 	found := ""
 	var oldest time.Time
-	err := repo.WalkHistory(ctx, o.Store, head, func(r *repo.Record) bool {
+	err := repo.WalkHistory(ctx, st, head, func(r *repo.Record) bool {
 		oldest = r.Time
-		if !r.Time.After(o.At) {
+		if !r.Time.After(at) {
 			found = r.ID
 			return false
 		}
@@ -179,7 +180,7 @@ func snapshotAt(ctx context.Context, o HomeOptions, head string) (string, error)
 		return "", err
 	}
 	if found == "" {
-		return "", fmt.Errorf("%w at or before %s in %s: the oldest in the head's history is from %s (see `restore --list`)", repo.ErrNoSnapshot, o.At.Format(time.RFC3339), o.Store, oldest.Format(time.RFC3339))
+		return "", fmt.Errorf("%w at or before %s in %s: the oldest in the head's history is from %s (see `restore --list`)", repo.ErrNoSnapshot, at.Format(time.RFC3339), st, oldest.Format(time.RFC3339))
 	}
 	return found, nil
 }

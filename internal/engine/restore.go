@@ -65,7 +65,10 @@ type RestoreOptions struct {
 	// be after the commit (see overlayFS); an error aborts the restore and
 	// leaves the home as it was.
 	BeforeCommit func(ctx context.Context, staged fs.FS) error
-	Log          zerolog.Logger
+	// Progress, when set, is told about every file the restore writes
+	// (not in a dry run).
+	Progress Progress
+	Log      zerolog.Logger
 
 	hooks *restoreHooks // tests inject failures here
 }
@@ -185,6 +188,8 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 		return nil, err
 	}
 	r := &restorer{o: o, id: id, res: RestoreResult{ID: id, DryRun: o.DryRun}}
+	r.fetch = &fetcher{store: o.Store, fetched: &r.fetched, verb: "restore", note: "; nothing was changed in the home",
+		file: func(e *archive.Entry, src io.Reader) error { return r.writeFile(e.Path, e, src) }}
 	if err := r.run(ctx); err != nil {
 		return nil, err
 	}
@@ -211,6 +216,7 @@ type restorer struct {
 	root    bool // running as root: restore numeric owners
 	umask   fs.FileMode
 	fetched atomic.Int64
+	fetch   *fetcher // the staging pass's ranged reads
 
 	home      int    // descriptor of the home: every path is opened relative to it
 	stageDir  string // <home>/.homesnap-restore-<id>

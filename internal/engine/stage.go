@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -48,7 +47,7 @@ func (r *restorer) stage(ctx context.Context) error {
 		}
 		if f := pr.filter; f.skipped > 0 && len(r.o.Include) == 0 && len(r.o.Exclude) == 0 {
 			r.o.Log.Warn().Int64("paths", f.skipped).Str("example", f.skippedE).Str("snapshot_preset", pr.m.Header.Selection.Preset).
-				Msg("the snapshot holds paths outside this restore's selection; they were not restored (give restore the selection the snapshot was taken with)")
+				Msg("the snapshot holds paths outside this restore's selection; they were not restored (give restore the selection the snapshot was taken with: --preset, --select-include, --select-exclude)")
 		}
 	}()
 	sctx, cancel := context.WithCancel(ctx)
@@ -56,7 +55,7 @@ func (r *restorer) stage(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(sctx)
 	g.SetLimit(r.o.Jobs)
 	serr := r.stageEntries(gctx, pr, func(rn *run) {
-		g.Go(func() error { return r.fetchRun(gctx, rn) })
+		g.Go(func() error { return r.fetch.run(gctx, rn) })
 	})
 	if serr != nil {
 		cancel() // stop the workers before the staging area is removed
@@ -77,7 +76,7 @@ func (r *restorer) stage(ctx context.Context) error {
 }
 
 func (r *restorer) stageEntries(ctx context.Context, pr *planReader, dispatch func(*run)) error {
-	st := &stager{r: r, open: map[string]*run{}, dispatch: dispatch}
+	st := &stager{r: r, runs: newRunBuilder(dispatch)}
 	for {
 		e, err := pr.next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -94,24 +93,15 @@ func (r *restorer) stageEntries(ctx context.Context, pr *planReader, dispatch fu
 		}
 	}
 	st.leave("")
-	// The remaining runs, in archive order.
-	ids := make([]string, 0, len(st.open))
-	for id := range st.open {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		dispatch(st.open[id])
-	}
+	st.runs.flush()
 	return nil
 }
 
 // stager is the state of the staging pass.
 type stager struct {
-	r        *restorer
-	stack    []*stageDir
-	open     map[string]*run // archive → its run being formed
-	dispatch func(*run)
+	r     *restorer
+	stack []*stageDir
+	runs  *runBuilder
 }
 
 // leave closes the directories that do not contain next ("" closes all).
@@ -231,6 +221,7 @@ func (s *stager) write(e *archive.Entry) error {
 	if r.o.DryRun {
 		return nil
 	}
+	planned(r.o.Progress, e)
 	var err error
 	switch {
 	case e.Type == archive.TypeDir:
@@ -242,12 +233,7 @@ func (s *stager) write(e *archive.Entry) error {
 	case !e.HasData():
 		err = r.writeFile(e.Path, e, nil)
 	default:
-		if cur := s.open[e.Archive]; cur == nil || !cur.add(e) {
-			if cur != nil {
-				s.dispatch(cur)
-			}
-			s.open[e.Archive] = newRun(e)
-		}
+		s.runs.add(e)
 	}
 	if err != nil {
 		return fmt.Errorf("stage %s: %w", e.Path, err)

@@ -1,0 +1,25 @@
+package cli
+
+import (
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// RestoreSelection is what a restore may change: the same settings, and
+// the same variables, as the snapshot's selection, so that one ConfigMap
+// feeding both containers keeps them equal. The snapshot's own recorded
+// selection narrows it further; --include/--exclude narrow it to a partial
+// restore.
+type RestoreSelection struct {
+	Preset        string   `envconfig:"HOMESNAP_PRESET" default:"jenkins" flag:"preset" desc:"selection the restore may change, as the snapshot's: jenkins (agents and jobs), controller (the whole state of a controller configured by hand), all or none"`
+	SelectInclude []string `envconfig:"HOMESNAP_INCLUDE" flag:"select-include" desc:"glob of extra paths in the selection, as the snapshot's --include (not a partial restore: see --include)"`
+	SelectExclude []string `envconfig:"HOMESNAP_EXCLUDE" flag:"select-exclude" desc:"glob of paths out of the selection, as the snapshot's --exclude"`
+}
+
+// selector builds the restore's selection.
+func (s RestoreSelection) selector() (*selector.Selector, error) {
+	sel, err := selector.New(selector.Spec{Preset: s.Preset, Include: s.SelectInclude, Exclude: s.SelectExclude})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return sel, nil
+}
