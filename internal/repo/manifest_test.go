@@ -3,7 +3,9 @@ package repo_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -55,9 +57,24 @@ func TestOpenManifestMergesItsChain(t *testing.T) {
 	a := &archive.Entry{Path: "a", Type: archive.TypeDir, Mode: 0o755}
 	b := &archive.Entry{Path: "b", Type: archive.TypeDir, Mode: 0o755}
 	c := &archive.Entry{Path: "c", Type: archive.TypeDir, Mode: 0o700}
-	putManifest(t, st, archive.Header{ID: s1}, func(w *archive.ManifestWriter) { w.Write(a); w.Write(b) })
+	// The base is large enough that it is still being read after opening.
+	files := make([]*archive.Entry, 50000)
+	for i := range files {
+		h := archive.Hash(sha256.Sum256([]byte(fmt.Sprint(i))))
+		files[i] = &archive.Entry{Path: fmt.Sprintf("a/%06d", i), Type: archive.TypeFile, Hash: &h}
+	}
+	putManifest(t, st, archive.Header{ID: s1}, func(w *archive.ManifestWriter) {
+		w.Write(a)
+		for _, f := range files {
+			w.Write(f)
+		}
+		w.Write(b)
+	})
 	putManifest(t, st, archive.Header{ID: s2, Base: s1, Chain: []string{s1, s2}}, func(w *archive.ManifestWriter) {
 		w.WriteOver(a, a)
+		for _, f := range files {
+			w.WriteOver(f, f)
+		}
 		w.Delete("b")
 		w.Write(c)
 	})
@@ -77,7 +94,7 @@ func TestOpenManifestMergesItsChain(t *testing.T) {
 		}
 		got = append(got, e.Path)
 	}
-	if len(got) != 2 || got[0] != "a" || got[1] != "c" {
-		t.Errorf("resolved %v, want [a c]", got)
+	if len(got) != 50002 || got[0] != "a" || got[50001] != "c" {
+		t.Errorf("resolved %d entries, want a, its 50000 files and c", len(got))
 	}
 }
