@@ -26,7 +26,9 @@ func OpenManifest(ctx context.Context, s store.Store, id string) (*archive.Chain
 	layers := make([]*archive.ManifestReader, len(ids))
 	names := make([]string, len(ids))
 	layers[len(ids)-1] = top
-	g, gctx := errgroup.WithContext(ctx)
+	// Not errgroup.WithContext: its context ends with Wait, and the layers
+	// are read long after.
+	var g errgroup.Group
 	g.SetLimit(loadParallelism)
 	for i, lid := range ids {
 		names[i] = Name(s, ManifestKey(lid))
@@ -40,7 +42,7 @@ func OpenManifest(ctx context.Context, s store.Store, id string) (*archive.Chain
 			break
 		}
 		g.Go(func() (err error) {
-			layers[i], err = openLayer(gctx, s, lid, id)
+			layers[i], err = openLayer(ctx, s, lid, id)
 			return err
 		})
 	}
