@@ -56,9 +56,10 @@ func underLease(ctx context.Context, st store.Store, ttl time.Duration, what, hi
 		close(stop)
 		renewing.Wait() // no renewal may follow the release
 		cancel(nil)
-		// Bounded: a store that is gone must not hold the exit up, and an
-		// unreleased lease expires on its own.
-		rctx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		// Bounded: a store that is gone must not hold the exit up (a
+		// --timeout is a promise), and an unreleased lease expires on its
+		// own; two seconds give a dropped connection a few retries.
+		rctx, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer done()
 		l.Release(rctx)
 	}()
