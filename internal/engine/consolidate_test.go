@@ -184,3 +184,35 @@ func TestLiveBytesSeesDeadSmallFiles(t *testing.T) {
 		t.Errorf("live estimate of the base: %d of %d bytes, want under half", l, size)
 	}
 }
+
+// TestLiveBytesOfAFreshArchiveIsWhole: right after a snapshot nothing in its
+// archive is dead, however small the archive (its one frame is far from
+// full), so consolidation leaves it alone.
+func TestLiveBytesOfAFreshArchiveIsWhole(t *testing.T) {
+	home, st := t.TempDir(), newStore(t)
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for i := range 20 { // 400 KB: one frame, a fifth full
+		dir := filepath.Join(home, "jobs", fmt.Sprintf("job-%d", i))
+		os.MkdirAll(dir, 0o755)
+		b := make([]byte, 20<<10)
+		for j := range b {
+			b[j] = byte(rnd.Uint32())
+		}
+		os.WriteFile(filepath.Join(dir, "config.xml"), b, 0o644)
+	}
+	id := snap(t, home, st).ID
+	ctx := context.Background()
+	live, err := LiveBytes(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	st.List(ctx, repo.ArchiveKey(id), func(o store.Object) error { size = o.Size; return nil })
+	if l := live[id]; l < size*9/10 {
+		t.Errorf("live estimate of a fresh archive: %d of %d bytes", l, size)
+	}
+	res, err := Consolidate(ctx, SnapshotOptions{Store: st, Log: zerolog.Nop()}, ConsolidatePolicy{MaxArchives: 8})
+	if err != nil || !res.Unchanged {
+		t.Errorf("a fresh single archive was consolidated: %+v, %v", res, err)
+	}
+}

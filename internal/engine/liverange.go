@@ -101,11 +101,22 @@ func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64
 			raw[span{e.Archive, e.Offset, e.Length}] += e.Size
 		}
 	}
+	// An archive's last frame holds what was left over, often far less
+	// than a frame: judged by a full frame, a small archive would look
+	// mostly dead right after it was written. Its last range is taken as
+	// full.
+	last := map[string]int64{}
+	for s := range raw {
+		last[s.archive] = max(last[s.archive], s.offset)
+	}
 	live := map[string]int64{}
 	for s, n := range raw {
 		// A range holds at least one frame's worth of raw bytes, or the
 		// file that runs on through frames of its own.
 		capacity := max(n, int64(archive.FrameSize))
+		if s.offset == last[s.archive] {
+			capacity = n
+		}
 		live[s.archive] += int64(float64(s.length) * float64(n) / float64(capacity))
 	}
 	return live, nil
