@@ -285,7 +285,7 @@ func importEntry(h *tar.Header, o *ImportOptions) (*archive.Entry, error) {
 		return nil, bad("is setuid; refusing to carry it into a Jenkins home")
 	}
 	switch h.Typeflag {
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the reader reports the old TypeRegA as TypeReg
 		e.Type, e.Size = archive.TypeFile, h.Size
 	case tar.TypeDir:
 		e.Type = archive.TypeDir
