@@ -123,12 +123,7 @@ func Import(ctx context.Context, o ImportOptions) (*ImportResult, error) {
 		Entries: res.Totals.Entries, Files: res.Totals.Files, Bytes: res.Totals.Bytes,
 		NewEntries: res.Totals.New, NewBytes: res.Totals.NewBytes, Stored: stored, Archives: res.Totals.Archives,
 	}
-	if err := repo.WriteRecord(ctx, o.Store, rec); err != nil {
-		s.discard(ctx, err)
-		return nil, err
-	}
-	s.written = append(s.written, repo.RecordKey(s.id))
-	if err := s.moveHead(ctx, headVersion, start); err != nil {
+	if err := s.commit(ctx, rec, headVersion, start); err != nil {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)

@@ -138,12 +138,7 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 		}
 		rec.Manifests, rec.DeltaLines = s.chain, below+res.Totals.Lines
 	}
-	if err := repo.WriteRecord(ctx, o.Store, rec); err != nil {
-		s.discard(ctx, err)
-		return nil, err
-	}
-	s.written = append(s.written, repo.RecordKey(s.id))
-	if err := s.moveHead(ctx, headVersion, start); err != nil {
+	if err := s.commit(ctx, rec, headVersion, start); err != nil {
 		return nil, err
 	}
 	s.markHome(s.id, start.UTC())
@@ -161,6 +156,17 @@ func (s *snapshotter) markHome(id string, at time.Time) {
 	if err := WriteHomeMark(s.o.Home, m); err != nil {
 		s.o.Log.Warn().Err(err).Msg("could not mark the home with its snapshot; a restore into it will need --force")
 	}
+}
+
+// commit writes the snapshot's record, which must precede the head, and
+// moves the head to it; on failure what the snapshot stored is discarded.
+func (s *snapshotter) commit(ctx context.Context, rec *repo.Record, headVersion store.Version, start time.Time) error {
+	if err := repo.WriteRecord(ctx, s.o.Store, rec); err != nil {
+		s.discard(ctx, err)
+		return err
+	}
+	s.written = append(s.written, repo.RecordKey(s.id))
+	return s.moveHead(ctx, headVersion, start)
 }
 
 // moveHead commits the snapshot. When the head cannot be moved, what the
