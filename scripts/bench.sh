@@ -34,7 +34,8 @@
 #   HOMESNAP_BENCH_S3_URL       an S3 store URL (e.g. versitygw on loopback,
 #                               s3://bucket/prefix?endpoint=http://127.0.0.1:7070&region=us-east-1&path_style=true
 #                               with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY);
-#                               adds homesnap snapshot+restore rows against it
+#                               adds homesnap and restic snapshot+restore
+#                               rows against it (restic: s3:ENDPOINT/BUCKET/...)
 #   HOMESNAP_BENCH_S3_SLOW_URL  the same through toxiproxy (20 ms latency)
 # Each run writes under its own sub-prefix of the S3 URLs
 # (PREFIX/bench-STAMP-rN); those objects are left in the bucket.
@@ -229,6 +230,13 @@ restic_backup() {
   (cd "$HOME_DIR" && tv restic restic backup --quiet --host bench "${args[@]}")
 }
 restic_restore() { tv restic restic restore latest --quiet --target "$1"; }
+# Against S3, with the options of restic_s3_opts (RESTIC_S3_OPTS).
+restic_s3_backup() {
+  local args
+  mapfile -d '' args < <(restic_backup_args)
+  (cd "$HOME_DIR" && tv restic restic "${RESTIC_S3_OPTS[@]}" backup --quiet --host bench "${args[@]}")
+}
+restic_s3_restore() { tv restic restic "${RESTIC_S3_OPTS[@]}" restore latest --quiet --target "$1"; }
 # The floor of a no-change snapshot: stat every selected path (the same find
 # as select_find, run through tv).
 stat_scan() {
@@ -258,6 +266,33 @@ check_restore() { # check_restore TOOL DIR: same entry count as the selection
 count() { select_find "$1" "${@:2}" -printf . | wc -c; } # count HOME [TESTS...]
 
 du_b() { du -sb "$1" | cut -f1; }
+
+# restic_s3_repo BASE RUN LABEL: restic's form of the same bucket and
+# endpoint (s3:http://HOST:PORT/BUCKET/PREFIX/bench-STAMP-rN-restic-LABEL),
+# from a homesnap S3 URL whose query names the endpoint.
+restic_s3_repo() {
+  local base=$1 path query endpoint
+  path=${base%%\?*}
+  [ "$path" != "$base" ] || die "$base names no endpoint (?endpoint=http://HOST:PORT): restic needs one"
+  query=${base#*\?}
+  endpoint=$(printf '%s\n' "$query" | tr '&' '\n' | sed -n 's/^endpoint=//p' | head -1)
+  [ -n "$endpoint" ] || die "$base names no endpoint (?endpoint=http://HOST:PORT): restic needs one"
+  path=${path#s3://}
+  printf 's3:%s/%s/bench-%s-r%s-restic-%s' "${endpoint%/}" "${path%/}" "$STAMP" "$2" "$3"
+}
+
+# restic_s3_opts BASE: the connection settings of a homesnap S3 URL as
+# restic options (region, path-style addressing); performance options stay
+# at restic's defaults.
+restic_s3_opts() {
+  local query=${1#*\?} kv
+  for kv in ${query//&/ }; do
+    case $kv in
+      region=*) printf '%s\0' -o "s3.region=${kv#region=}" ;;
+      path_style=true) printf '%s\0' -o s3.bucket-lookup=path ;;
+    esac
+  done
+}
 
 # s3_url BASE RUN: BASE with a per-run sub-prefix appended to its path.
 s3_url() {
@@ -369,6 +404,27 @@ for ((run = 1; run <= RUNS; run++)); do
     measure "restore ($label)" homesnap "$run" hs_restore "$url" "$target"
     [ "$run" != 1 ] || check_restore "homesnap ($label)" "$target"
     rm -rf "$target"
+
+    # restic on the same bucket: a fresh repository, backed up with a fresh
+    # cache; restored with an empty cache, as on a new machine (a homesnap
+    # restore has no cache either).
+    log "run $run: restic against $label ($var)"
+    mapfile -d '' RESTIC_S3_OPTS < <(restic_s3_opts "${!var}")
+    (
+      export RESTIC_REPOSITORY RESTIC_CACHE_DIR=$BENCH/work/restic-cache-$label
+      RESTIC_REPOSITORY=$(restic_s3_repo "${!var}" "$run" "$label")
+      rm -rf "$RESTIC_CACHE_DIR"
+      restic "${RESTIC_S3_OPTS[@]}" init --quiet >/dev/null || die "restic init $RESTIC_REPOSITORY failed"
+      measure "full ($label)" restic "$run" restic_s3_backup
+      if [ "$run" = 1 ]; then
+        n=$(restic "${RESTIC_S3_OPTS[@]}" ls latest --quiet | grep -c '^/' || true)
+        [ "$n" -eq "$NPATHS" ] || die "restic stored $n entries in $RESTIC_REPOSITORY, find selected $NPATHS"
+      fi
+      rm -rf "$RESTIC_CACHE_DIR" "$target"
+      measure "restore ($label)" restic "$run" restic_s3_restore "$target"
+      [ "$run" != 1 ] || check_restore "restic ($label)" "$target"
+      rm -rf "$target" "$RESTIC_CACHE_DIR"
+    )
   done
 done
 
@@ -497,9 +553,9 @@ EOF
   target "restore peak RSS" "$(stat restore homesnap r)" 128 "" " MiB"
   target "stored bytes after $CHURN_ROUNDS churn rounds vs restic" "$(ratio "${SIZE[churn,homesnap]}" "${SIZE[churn,restic]}")" 1.2 ""
   echo
-  echo "S3 (homesnap only; ratios against the local-store homesnap):"
+  echo "S3: the same bucket for both tools; homesnap/restic of the medians, and homesnap against itself on the local store:"
   echo
-  local any=0 label var
+  local any=0 label var scen tool hs
   for var in HOMESNAP_BENCH_S3_URL HOMESNAP_BENCH_S3_SLOW_URL; do
     label=s3
     [ $var = HOMESNAP_BENCH_S3_URL ] || label=s3-slow
@@ -507,19 +563,37 @@ EOF
       echo "- $label: skipped ($var not set)"
       continue
     fi
-    [ $any = 1 ] || { echo "| scenario | tool | median s | runs s | CPU s (median) | peak RSS MiB | vs local |"; echo "|---|---|---:|---|---:|---:|---:|"; }
+    [ $any = 1 ] || {
+      echo "| scenario | tool | median s | runs s | CPU s (median) | peak RSS MiB | homesnap/restic | vs local homesnap |"
+      echo "|---|---|---:|---|---:|---:|---:|---:|"
+    }
     any=1
-    printf '| full (%s) | homesnap | %.2f | %s | %s | %s | %s× |\n' "$label" "$(stat "full ($label)" homesnap w)" \
-      "$(stat "full ($label)" homesnap all)" "$(stat "full ($label)" homesnap c)" "$(stat "full ($label)" homesnap r)" \
-      "$(ratio "$(stat "full ($label)" homesnap w)" "$hs_full")"
-    printf '| restore (%s) | homesnap | %.2f | %s | %s | %s | %s× |\n' "$label" "$(stat "restore ($label)" homesnap w)" \
-      "$(stat "restore ($label)" homesnap all)" "$(stat "restore ($label)" homesnap c)" "$(stat "restore ($label)" homesnap r)" \
-      "$(ratio "$(stat "restore ($label)" homesnap w)" "$hs_rest")"
+    for scen in "full ($label)" "restore ($label)"; do
+      hs=$(stat "$scen" homesnap w)
+      for tool in homesnap restic; do
+        local vs_restic="—" vs_local="—"
+        if [ $tool = homesnap ]; then
+          case $scen in full*) vs_local="$(ratio "$hs" "$hs_full")×" ;; *) vs_local="$(ratio "$hs" "$hs_rest")×" ;; esac
+        else
+          vs_restic="$(ratio "$hs" "$(stat "$scen" restic w)")×"
+        fi
+        printf '| %s | %s | %.2f | %s | %s | %s | %s | %s |\n' "$scen" "$tool" "$(stat "$scen" $tool w)" \
+          "$(stat "$scen" $tool all)" "$(stat "$scen" $tool c)" "$(stat "$scen" $tool r)" "$vs_restic" "$vs_local"
+      done
+    done
   done
   [ $any = 0 ] || {
     echo
+    echo "restic on S3: \`s3:http://HOST:PORT/BUCKET/PREFIX\` on the same bucket, defaults (\`s3.connections\` 5), a fresh repository per run; the backup with a fresh cache, the restore with an empty one (as on a new machine; homesnap keeps no cache)."
+    echo
     echo "| target | measured | goal | result |"
     echo "|---|---:|---:|---|"
+    if [ -n "${HOMESNAP_BENCH_S3_SLOW_URL:-}" ]; then
+      local hs p
+      hs=$(stat "restore (s3-slow)" homesnap w)
+      p=$(stat "restore (s3-slow)" restic w)
+      target "restore at 20 ms latency vs restic" "$(ratio "$hs" "$p")" 0.35 "$(miss_by_s "$hs" "$p" 0.35)"
+    fi
     for var in HOMESNAP_BENCH_S3_URL HOMESNAP_BENCH_S3_SLOW_URL; do
       [ -n "${!var:-}" ] || continue
       label=s3
