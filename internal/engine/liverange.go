@@ -84,10 +84,6 @@ func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64
 		return nil, err
 	}
 	defer m.Close()
-	type span struct {
-		archive        string
-		offset, length int64
-	}
 	raw := map[span]int64{} // live raw bytes per range
 	for {
 		e, err := m.Next()
@@ -101,6 +97,19 @@ func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64
 			raw[span{e.Archive, e.Offset, e.Length}] += e.Size
 		}
 	}
+	return filledShare(raw), nil
+}
+
+// span is the byte range of an archive that one or more files' entries
+// point at.
+type span struct {
+	archive        string
+	offset, length int64
+}
+
+// filledShare turns the raw bytes of the live files in each range into
+// the stored bytes they fill, per archive (see LiveBytes).
+func filledShare(raw map[span]int64) map[string]int64 {
 	// An archive's last frame holds what was left over, often far less
 	// than a frame: judged by a full frame, a small archive would look
 	// mostly dead right after it was written. Its last range is taken as
@@ -119,5 +128,5 @@ func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64
 		}
 		live[s.archive] += int64(float64(s.length) * float64(n) / float64(capacity))
 	}
-	return live, nil
+	return live
 }
