@@ -75,7 +75,7 @@ type version struct {
 func (l *liveness) live() map[string]int64 {
 	raw := map[span]int64{}
 	for v, e := range l.versions {
-		raw[span{v.archive, v.offset, e.Length}] += e.Size
+		raw[span{v.archive, v.offset, e.Length}] += tarBytes(e.Size)
 	}
 	return filledShare(raw)
 }
