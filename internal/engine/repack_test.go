@@ -68,9 +68,13 @@ func TestChooseRepack(t *testing.T) {
 // manifest chain is short, so that the kept snapshots mix full manifests
 // and delta chains whose lower layers belong to dropped snapshots.
 func history(t *testing.T, rounds, keep int) (store.Store, string, map[string]testhome.Tree) {
+	return historyOf(t, genHome(t, 4), rounds, keep)
+}
+
+func historyOf(t *testing.T, home string, rounds, keep int) (store.Store, string, map[string]testhome.Tree) {
 	t.Helper()
 	ctx := context.Background()
-	home, dir := genHome(t, 4), t.TempDir()
+	dir := t.TempDir()
 	st, err := file.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +299,7 @@ func (s *failingStore) Delete(ctx context.Context, keys ...string) error {
 // restore exactly.
 func TestRepackKilledAtEachStep(t *testing.T) {
 	ctx := context.Background()
-	_, fixture, trees := history(t, 7, 4)
+	_, fixture, trees := historyOf(t, genHome(t, 1), 6, 3)
 	policy := RepackPolicy{MaxUnused: 0.01, MaxArchives: 2}
 	for n := int64(0); ; n++ {
 		dir := copyDir(t, fixture)
@@ -317,14 +321,13 @@ func TestRepackKilledAtEachStep(t *testing.T) {
 			if !errors.Is(err, errKilled) {
 				t.Fatalf("repack failed with %v, not the injected kill", err)
 			}
-			assertRestores(t, plain, trees)
-			pruneAll(t, plain, 4)
+			pruneAll(t, plain, 3)
 			referenced(t, plain)
 			assertRestores(t, plain, trees)
 			if _, err := Repack(ctx, RepackOptions{Store: plain, Policy: policy, Log: zerolog.Nop()}); err != nil {
 				t.Fatalf("the repack after: %v", err)
 			}
-			pruneAll(t, plain, 4)
+			pruneAll(t, plain, 3)
 			referenced(t, plain)
 			assertRestores(t, plain, trees)
 			h, _ := repo.LoadHistory(ctx, plain)
