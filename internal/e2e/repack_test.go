@@ -12,8 +12,17 @@ import (
 // --keep-last 2` after each change) repacks once replaced file versions
 // leave archives partly unused: every kept snapshot, the oldest too,
 // restores exactly; `prune --dry-run` says what it would repack and
-// changes nothing.
+// changes nothing. An encrypted store is repacked by the snapshot command
+// (it has the identity and recipients) and left alone by prune.
 func TestRepackThroughTheBinaries(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { repackThroughTheBinaries(t, nil) })
+	t.Run("encrypted", func(t *testing.T) {
+		key, _, _ := ageKeys(t)
+		repackThroughTheBinaries(t, []string{"--age-identity-file", key})
+	})
+}
+
+func repackThroughTheBinaries(t *testing.T, keyArgs []string) {
 	home, storeDir := buildHome(t, "", 0), t.TempDir()
 	for k := range 4 {
 		writeRandom(t, home, fmt.Sprintf("jobs/test/builds/%d/log", 10+k), 300<<10)
@@ -25,7 +34,7 @@ func TestRepackThroughTheBinaries(t *testing.T) {
 		if round > 0 { // one of the four logs replaced: its old version dies once its snapshots are dropped
 			writeRandom(t, home, fmt.Sprintf("jobs/test/builds/%d/log", 10+round%4), 300<<10)
 		}
-		r := run(t, "snapshot", env, "--once", "--keep-last", "2", "--home", home, "--store", storeDir)
+		r := run(t, "snapshot", env, append([]string{"--once", "--keep-last", "2", "--home", home, "--store", storeDir}, keyArgs...)...)
 		id := ok(t, r)
 		trees[strings.TrimSpace(id)] = selectedTree(t, home)
 		repacked = repacked || strings.Contains(r.stderr, "repacked: the kept snapshots point into the new archive")
@@ -42,16 +51,20 @@ func TestRepackThroughTheBinaries(t *testing.T) {
 			continue
 		}
 		target := t.TempDir()
-		ok(t, run(t, "restore", nil, "--home", target, "--store", storeDir, "--snapshot", id))
+		ok(t, run(t, "restore", nil, append([]string{"--home", target, "--store", storeDir, "--snapshot", id}, keyArgs...)...))
 		same(t, "restore of "+id+" after repacks", trees[id], selectedTree(t, target))
 	}
 	// One more replaced version, without a repack: the dry run explains.
 	writeRandom(t, home, "jobs/test/builds/10/log", 300<<10)
-	ok(t, run(t, "snapshot", env, "--once", "--keep-last", "1", "--repack=false", "--home", home, "--store", storeDir))
+	ok(t, run(t, "snapshot", env, append([]string{"--once", "--keep-last", "1", "--repack=false", "--home", home, "--store", storeDir}, keyArgs...)...))
 	before := list(t, storeDir, nil)
-	dry := ok(t, run(t, "prune", nil, "--dry-run", "--keep-last", "1", "--repack-max-unused", "0", "--store", storeDir))
-	if !strings.Contains(dry, "would repack archives/") || !strings.Contains(dry, "% unused") {
+	r := run(t, "prune", env, "--dry-run", "--keep-last", "1", "--repack-max-unused", "0", "--store", storeDir)
+	dry := ok(t, r)
+	switch {
+	case keyArgs == nil && (!strings.Contains(dry, "would repack archives/") || !strings.Contains(dry, "% unused")):
 		t.Errorf("prune --dry-run does not say what it would repack:\n%s", dry)
+	case keyArgs != nil && (strings.Contains(dry, "repack") || !strings.Contains(r.stderr, "repack skipped: the store is encrypted")):
+		t.Errorf("prune --dry-run on an encrypted store, which it cannot repack:\n%s\n%s", dry, r.stderr)
 	}
 	if after := list(t, storeDir, nil); len(after.ids) != len(before.ids) {
 		t.Errorf("--dry-run changed the store: %v, then %v", before, after)

@@ -198,6 +198,12 @@ func TestRepackKeepsEveryKeptSnapshotExact(t *testing.T) {
 		t.Errorf("repack notes outlived the archives they protect: %v", keys)
 	}
 	assertRestores(t, st, trees)
+	// The disaster-recovery check agrees: every kept snapshot's objects
+	// are there (layers still name the deleted archives only for versions
+	// no kept snapshot resolves to).
+	if v, err := Verify(ctx, VerifyOptions{Store: st}); err != nil || v.Problems != 0 || len(v.Snapshots) != len(trees) {
+		t.Errorf("verify after the repack and prune: %+v %v", v, err)
+	}
 	if after := storedBytes(t, st); after >= before {
 		t.Errorf("the store holds %d bytes after the repack and prune, %d before", after, before)
 	}

@@ -106,7 +106,10 @@ func Repack(ctx context.Context, o RepackOptions) (*RepackResult, error) {
 		return nil, err
 	}
 	live := l.live()
-	res.Repacked, res.Why = chooseRepack(live, size, h.Snapshots[0].Archives, o.Policy)
+	// An archive a record lists but the store lacks is not repacked: a
+	// restore or verify names it; copying from it would only fail.
+	head := slices.DeleteFunc(slices.Clone(h.Snapshots[0].Archives), func(a string) bool { _, ok := size[a]; return !ok })
+	res.Repacked, res.Why = chooseRepack(live, size, head, o.Policy)
 	for _, a := range res.Repacked {
 		res.Live += live[a]
 		res.Freed += size[a]
