@@ -189,10 +189,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Int("archives", len(res.Totals.Archives)).Int("manifests", len(res.Manifests)).Int64("manifest_lines", res.Totals.Lines).
 			Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
 		fmt.Fprintln(stdout, res.ID)
-		consolidate(ctx, opts, cfg.ConsolidateMax, stdout, log)
-		if cfg.Prune && !cfg.policy().Empty() {
-			runPrune(ctx, opts.Store, &cfg.Retention, false, log) // logged; the snapshot stands either way
-		}
+		afterSnapshot(ctx, &cfg, opts, m, stdout, log)
 		return res, nil
 	}
 	if cfg.Import != "" {

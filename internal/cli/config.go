@@ -150,6 +150,12 @@ func (x *value) Set(s string) error {
 			return err
 		}
 		x.v.SetInt(int64(n))
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil {
+			return err
+		}
+		x.v.SetFloat(f)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {

@@ -23,6 +23,7 @@ type Retention struct {
 	KeepWeekly  int           `envconfig:"HOMESNAP_KEEP_WEEKLY" flag:"keep-weekly" desc:"keep the newest snapshot of each of the last N ISO weeks"`
 	KeepMonthly int           `envconfig:"HOMESNAP_KEEP_MONTHLY" flag:"keep-monthly" desc:"keep the newest snapshot of each of the last N months"`
 	PruneDelay  time.Duration `envconfig:"HOMESNAP_PRUNE_DELAY" default:"6h" flag:"prune-delay" desc:"collect objects of snapshots that were never committed once older than this"`
+	Repacking
 }
 
 func (r *Retention) policy() retention.Policy {
@@ -33,12 +34,15 @@ func (r *Retention) validate() error {
 	if err := r.policy().Validate(); err != nil {
 		return usageError{err}
 	}
+	if err := r.Repacking.validate(); err != nil {
+		return err
+	}
 	return positive("--prune-delay/HOMESNAP_PRUNE_DELAY", r.PruneDelay)
 }
 
 // runPrune prunes and logs a summary line.
 func runPrune(ctx context.Context, st store.Store, r *Retention, dryRun bool, log zerolog.Logger) (*prune.Plan, error) {
-	p, err := prune.Run(ctx, prune.Options{Store: st, Policy: r.policy(), Delay: r.PruneDelay, DryRun: dryRun, Log: log})
+	p, err := prune.Run(ctx, prune.Options{Store: st, Policy: r.policy(), Delay: r.PruneDelay, RepackGrace: r.RepackGrace, DryRun: dryRun, Log: log})
 	if err != nil {
 		log.Error().Err(err).Str("store", st.String()).Msg("prune failed")
 		return nil, err
@@ -85,8 +89,12 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Records are never encrypted and prune deletes the keys it lists, so
 	// an encrypted store needs no key here.
 	var p *prune.Plan
+	var rp *engine.RepackResult
 	do := func(ctx context.Context, st store.Store) (err error) {
-		p, err = runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log)
+		if p, err = runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log); err != nil {
+			return err
+		}
+		rp, err = pruneRepack(ctx, st, &cfg.Retention, p, cfg.DryRun, log)
 		return err
 	}
 	if cfg.DryRun { // writes nothing, so it needs no lease
@@ -97,6 +105,9 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if rp != nil {
+		printRepack(stdout, rp, cfg.DryRun)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	for _, d := range p.Decisions {

@@ -128,28 +128,12 @@ func chooseRewrite(live, size map[string]int64, p ConsolidatePolicy) []string {
 			reclaim += dead
 		}
 	}
-	remain := func() int {
-		n := len(ids) - len(chosen)
-		if len(chosen) > 0 {
-			n++ // the new archive
-		}
-		return n
-	}
 	if len(ids) <= p.MaxArchives {
 		if float64(reclaim) < minReclaim*float64(totalSize) {
 			return nil
 		}
 	} else {
-		for _, id := range ids {
-			if chosen[id] || float64(live[id]) >= largeShare*float64(totalLive) {
-				continue
-			}
-			if remain() <= p.MaxArchives && (remain() <= max(p.MaxArchives/2, 1) || live[id] > merged) {
-				break
-			}
-			chosen[id] = true
-			merged += live[id]
-		}
+		mergeCheapest(ids, live, chosen, merged, p.MaxArchives)
 	}
 	out := make([]string, 0, len(chosen))
 	for id := range chosen {
@@ -160,6 +144,44 @@ func chooseRewrite(live, size map[string]int64, p ConsolidatePolicy) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// mergeCheapest adds to chosen the archives of ids (sorted cheapest
+// first, those chosen already included) to merge into one new archive, so
+// that at most maxArchives remain, and further while each merge at least
+// doubles what was merged and more than half of maxArchives remain
+// (size-tiered: a byte is copied again only once what joins it is as
+// large). An archive holding largeShare or more of ids' live bytes is
+// never merged for the count. merged is the live bytes chosen already.
+func mergeCheapest(ids []string, live map[string]int64, chosen map[string]bool, merged int64, maxArchives int) {
+	var total int64
+	for _, id := range ids {
+		total += live[id]
+	}
+	remain := func() int {
+		n, any := 0, false
+		for _, id := range ids {
+			if chosen[id] {
+				any = true
+			} else {
+				n++
+			}
+		}
+		if any {
+			n++ // the new archive
+		}
+		return n
+	}
+	for _, id := range ids {
+		if chosen[id] || float64(live[id]) >= largeShare*float64(total) {
+			continue
+		}
+		if remain() <= maxArchives && (remain() <= max(maxArchives/2, 1) || live[id] > merged) {
+			break
+		}
+		chosen[id] = true
+		merged += live[id]
+	}
 }
 
 // copyFromStore adds a file whose bytes are copied from the archive its
@@ -184,29 +206,38 @@ func (s *snapshotter) copyFromStore(ctx context.Context, fw *archive.FrameWriter
 			return fmt.Errorf("consolidate: %w archive %s: %v before %q was found", archive.ErrCorrupt, where, err, e.Path)
 		}
 		if hdr.Name == e.Path {
-			if hdr.Size != e.Size {
-				return fmt.Errorf("consolidate: %w archive %s: %q has %d bytes, the manifest says %d", archive.ErrCorrupt, where, e.Path, hdr.Size, e.Size)
+			it.first, it.last, err = copyEntry(fw, tr, hdr.Size, e, buf, where)
+			if err != nil {
+				return fmt.Errorf("consolidate: %w", err)
 			}
-			break
+			return nil
 		}
 	}
-	if err := fw.WriteHeader(e); err != nil {
-		return err
+}
+
+// copyEntry copies the file e whose header tr has just read (size bytes
+// of content, from where, for messages) into fw, checking its size and hash against the entry's,
+// and returns the frames holding its header and its last byte.
+func copyEntry(fw *archive.FrameWriter, tr io.Reader, size int64, e *archive.Entry, buf []byte, where string) (first, last int, err error) {
+	if size != e.Size {
+		return 0, 0, fmt.Errorf("%w archive %s: %q has %d bytes, the manifest says %d", archive.ErrCorrupt, where, e.Path, size, e.Size)
 	}
-	it.first = fw.Frame()
+	if err := fw.WriteHeader(e); err != nil {
+		return 0, 0, err
+	}
+	first = fw.Frame()
 	h := sha256.New()
 	n, err := io.CopyBuffer(fw, io.TeeReader(io.LimitReader(tr, e.Size), h), buf)
 	if err != nil {
-		return fmt.Errorf("consolidate: read %s: %w", where, err)
+		return 0, 0, fmt.Errorf("read %s: %w", where, err)
 	}
 	if n != e.Size {
-		return fmt.Errorf("consolidate: %w archive %s: %q ends after %d of %d bytes", archive.ErrCorrupt, where, e.Path, n, e.Size)
+		return 0, 0, fmt.Errorf("%w archive %s: %q ends after %d of %d bytes", archive.ErrCorrupt, where, e.Path, n, e.Size)
 	}
-	it.last = fw.Frame()
 	var sum archive.Hash
 	h.Sum(sum[:0])
 	if e.Hash == nil || sum != *e.Hash {
-		return fmt.Errorf("consolidate: %w archive %s: %q does not match its hash", archive.ErrCorrupt, where, e.Path)
+		return 0, 0, fmt.Errorf("%w archive %s: %q does not match its hash", archive.ErrCorrupt, where, e.Path)
 	}
-	return nil
+	return first, fw.Frame(), nil
 }

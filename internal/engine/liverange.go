@@ -84,10 +84,6 @@ func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64
 		return nil, err
 	}
 	defer m.Close()
-	type span struct {
-		archive        string
-		offset, length int64
-	}
 	raw := map[span]int64{} // live raw bytes per range
 	for {
 		e, err := m.Next()
@@ -98,26 +94,71 @@ func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64
 			return nil, err // it names the manifest layer at fault
 		}
 		if e.HasData() {
-			raw[span{e.Archive, e.Offset, e.Length}] += e.Size
+			raw[span{e.Archive, e.Offset, e.Length}] += tarBytes(e.Size)
 		}
 	}
-	// An archive's last frame holds what was left over, often far less
-	// than a frame: judged by a full frame, a small archive would look
-	// mostly dead right after it was written. Its last range is taken as
-	// full.
+	return filledShare(raw), nil
+}
+
+// tarBytes is what a file of size bytes takes in an archive's tar stream:
+// its header and its content padded to whole blocks. Frames are cut by
+// these bytes, so for a frame of small files the headers count as much as
+// the content.
+func tarBytes(size int64) int64 { return 512 + (size+511)/512*512 }
+
+// span is the byte range of an archive that one or more files' entries
+// point at.
+type span struct {
+	archive        string
+	offset, length int64
+}
+
+// filledShare turns the raw (tar) bytes of the live files in each range
+// into the stored bytes they fill, per archive (see LiveBytes). Ranges
+// that start at the same offset share their first frame, the shortest of
+// them: files within it fill their raw share of it; a file whose range
+// runs on past it (its data crossed a frame cut) owns the frames after it
+// and is given what the first frame's other live files leave, erring
+// towards live so that a freshly written archive never looks dead.
+func filledShare(raw map[span]int64) map[string]int64 {
+	type start struct {
+		archive string
+		offset  int64
+	}
+	groups := map[start][]span{}
 	last := map[string]int64{}
 	for s := range raw {
+		groups[start{s.archive, s.offset}] = append(groups[start{s.archive, s.offset}], s)
 		last[s.archive] = max(last[s.archive], s.offset)
 	}
 	live := map[string]int64{}
-	for s, n := range raw {
-		// A range holds at least one frame's worth of raw bytes, or the
-		// file that runs on through frames of its own.
+	for at, spans := range groups {
+		first := spans[0].length
+		for _, s := range spans {
+			first = min(first, s.length)
+		}
+		var n int64 // raw bytes of the files within the first frame
+		for _, s := range spans {
+			if s.length == first {
+				n += raw[s]
+			}
+		}
+		// A frame holds at least archive.FrameSize raw bytes, except an
+		// archive's last one, which holds what was left over: its last
+		// range is taken as full, or a small archive would look mostly
+		// dead right after it was written.
 		capacity := max(n, int64(archive.FrameSize))
-		if s.offset == last[s.archive] {
+		if at.offset == last[at.archive] {
 			capacity = n
 		}
-		live[s.archive] += int64(float64(s.length) * float64(n) / float64(capacity))
+		fill := float64(n) / float64(capacity)
+		for _, s := range spans {
+			if s.length == first {
+				live[s.archive] += int64(float64(s.length) * float64(raw[s]) / float64(capacity))
+			} else {
+				live[s.archive] += s.length - first + int64(float64(first)*(1-fill))
+			}
+		}
 	}
-	return live, nil
+	return live
 }

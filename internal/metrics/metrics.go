@@ -34,6 +34,7 @@ type Metrics struct {
 	bytesRead, bytesStored    prometheus.Counter
 	storeOps, storeBytes      *prometheus.CounterVec
 	storeErrors               *prometheus.CounterVec
+	repackBytes, repacked     prometheus.Counter
 }
 
 // New registers the collectors (and the Go runtime's) on a fresh registry.
@@ -75,6 +76,8 @@ func New() *Metrics {
 		storeOps:    vec("store_operations_total", "Store operations by kind.", "op"),
 		storeErrors: vec("store_errors_total", "Failed store operations by kind.", "op"),
 		storeBytes:  vec("store_bytes_total", "Bytes transferred to and from the store.", "direction"),
+		repackBytes: counter("repack_written_bytes_total", "Bytes of the archives repacks wrote (the kept snapshots' live files copied out of mostly dead archives)."),
+		repacked:    counter("repacked_archives_total", "Archives repacks replaced; prune deletes them after the repack grace period."),
 	}
 	f(m.duration)
 	f(collectors.NewGoCollector())
@@ -102,6 +105,15 @@ func (m *Metrics) Observe(start, end time.Time, res *engine.SnapshotResult, err 
 		m.bytesRead.Add(float64(res.Totals.NewBytes))
 	}
 	m.lastSuccess.Set(float64(end.Unix()))
+}
+
+// Repacked records one repack; a nil Metrics records nothing.
+func (m *Metrics) Repacked(written int64, archives int) {
+	if m == nil {
+		return
+	}
+	m.repackBytes.Add(float64(written))
+	m.repacked.Add(float64(archives))
 }
 
 // LeaseHeld records whether this process holds the store's lease.

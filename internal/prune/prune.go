@@ -71,6 +71,12 @@ type Inputs struct {
 	Policy  retention.Policy
 	Now     time.Time
 	Delay   time.Duration
+	// Notes are the store's repack notes; an archive a repack replaced is
+	// deleted once no kept snapshot points into it and Grace has passed
+	// since the repack (a restore that read the old manifest may still be
+	// reading it).
+	Notes []*repo.RepackNote
+	Grace time.Duration
 }
 
 // MakePlan decides what to delete. Kept snapshots keep every archive their
@@ -139,9 +145,34 @@ func MakePlan(in Inputs) *Plan {
 	for _, id := range h.Unreferenced {
 		unreferenced[id] = true
 	}
+	replacedAt, replacedBy := map[string]time.Time{}, map[string]string{}
+	for _, n := range in.Notes {
+		for _, a := range n.Replaced {
+			if n.Time.After(replacedAt[a]) {
+				replacedAt[a], replacedBy[a] = n.Time, n.ID
+			}
+		}
+	}
+	present := map[string]bool{}
+	for _, o := range in.Objects {
+		if id, kind := objectID(o.Key); kind == "archive" {
+			present[id] = true
+		}
+	}
 	for _, o := range in.Objects {
 		id, kind := objectID(o.Key)
-		if id == "" || kept[id] {
+		if id == "" {
+			continue
+		}
+		if at, ok := replacedAt[id]; ok && kind == "archive" && !referenced[id] && !keepAllArchives {
+			if in.Now.Sub(at) < in.Grace {
+				continue // a restore that opened the old manifest may still read it
+			}
+			why := fmt.Sprintf("repacked into archive %s at %s; no kept snapshot points into it", replacedBy[id], at.UTC().Format(time.RFC3339))
+			p.Delete = append(p.Delete, Deletion{Key: o.Key, Size: o.Size, Why: why})
+			continue
+		}
+		if kept[id] {
 			continue
 		}
 		old := in.Now.Sub(o.Modified) >= in.Delay && in.Now.Sub(idTime(id)) >= in.Delay
@@ -169,6 +200,14 @@ func MakePlan(in Inputs) *Plan {
 			continue // committed, or maybe still being written
 		}
 		p.Delete = append(p.Delete, Deletion{Key: o.Key, Size: o.Size, Why: why})
+	}
+	// A note goes once every archive it replaced is gone: the prune after
+	// the one that deleted them, so that a note never disappears before
+	// what it protects.
+	for _, n := range in.Notes {
+		if !slices.ContainsFunc(n.Replaced, func(a string) bool { return present[a] }) {
+			p.Delete = append(p.Delete, Deletion{Key: repo.RepackKey(n.ID), Why: "note of a finished repack: every archive it replaced is deleted"})
+		}
 	}
 	slices.SortFunc(p.Delete, func(a, b Deletion) int { return strings.Compare(a.Key, b.Key) })
 	return p
@@ -218,9 +257,12 @@ type Options struct {
 	Store  store.Store
 	Policy retention.Policy
 	Delay  time.Duration // 0 means DefaultDelay
-	DryRun bool
-	Now    func() time.Time // nil: time.Now
-	Log    zerolog.Logger
+	// RepackGrace is how long an archive a repack replaced is kept after
+	// the repack (0: until the next prune).
+	RepackGrace time.Duration
+	DryRun      bool
+	Now         func() time.Time // nil: time.Now
+	Log         zerolog.Logger
 }
 
 // Run plans a prune and, unless DryRun, carries it out: records are
@@ -244,7 +286,11 @@ func Run(ctx context.Context, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := Inputs{History: h, Policy: o.Policy, Now: o.Now(), Delay: o.Delay}
+	notes, err := repo.LoadRepackNotes(ctx, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	in := Inputs{History: h, Policy: o.Policy, Now: o.Now(), Delay: o.Delay, Notes: notes, Grace: o.RepackGrace}
 	for _, prefix := range []string{"snapshots/", "archives/"} {
 		if err := o.Store.List(ctx, prefix, func(obj store.Object) error {
 			in.Objects = append(in.Objects, obj)

@@ -348,3 +348,35 @@ func TestPruneOfAChainKeepsWhatKeptSnapshotsNeed(t *testing.T) {
 	}
 	restores(ids[4])
 }
+
+// TestPlanRepackedArchives: an archive a repack replaced goes once no kept
+// record lists it and the grace period is over, even when its own snapshot
+// is kept; one a kept record still lists (a repack cut short) stays
+// whatever the note says; a note goes once every archive it replaced is
+// gone.
+func TestPlanRepackedArchives(t *testing.T) {
+	const idR = "20261201T123000.000Z-eeeeee" // the repack's new archive
+	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
+	note := &repo.RepackNote{ID: idR, Time: now.Add(-10 * time.Minute), Replaced: []string{idA, idB}}
+	// B and C kept; C no longer lists B's archive, B still lists A's (cut short).
+	h := &repo.History{Head: idC, Snapshots: []*repo.Record{rec(idC, idB, idC, idR), rec(idB, "", idA, idR)}}
+	objects := objs(now.Add(-time.Hour), repo.ArchiveKey(idA), repo.ArchiveKey(idB), repo.ArchiveKey(idC), repo.ArchiveKey(idR), repo.RecordKey(idB), repo.RecordKey(idC))
+	plan := func(grace time.Duration, objects []store.Object) string {
+		return render(MakePlan(Inputs{History: h, Objects: objects, Policy: retention.Policy{Last: 2}, Now: now, Delay: time.Hour, Notes: []*repo.RepackNote{note}, Grace: grace}))
+	}
+	if got := plan(time.Hour, objects); got != "" {
+		t.Errorf("within the grace period:\n%s", got)
+	}
+	want := "delete archives/" + idB + ".tar.zst (repacked into archive " + idR + " at 2026-12-01T12:50:00Z; no kept snapshot points into it)\n"
+	if got := plan(5*time.Minute, objects); got != want {
+		t.Errorf("after the grace period:\ngot:\n%swant:\n%s", got, want)
+	}
+	objects = slices.DeleteFunc(objects, func(o store.Object) bool { return o.Key == repo.ArchiveKey(idB) })
+	if got := plan(5*time.Minute, objects); got != "" {
+		t.Errorf("the note went while A, which it names, is still there:\n%s", got)
+	}
+	objects = slices.DeleteFunc(objects, func(o store.Object) bool { return o.Key == repo.ArchiveKey(idA) })
+	if got, want := plan(5*time.Minute, objects), "delete "+repo.RepackKey(idR)+" (note of a finished repack: every archive it replaced is deleted)\n"; got != want {
+		t.Errorf("once both archives are gone:\ngot:\n%swant:\n%s", got, want)
+	}
+}

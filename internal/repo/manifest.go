@@ -93,3 +93,12 @@ func (r closeAtEnd) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// OpenLayer opens snapshot id's own manifest, one layer of a chain, without
+// the layers below it: a repack rewrites layers one by one.
+func OpenLayer(ctx context.Context, s store.Store, id string) (*archive.ManifestReader, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	return openLayer(ctx, s, id, id)
+}

@@ -25,6 +25,7 @@ import (
 //	snapshots/<id>.json.zst    manifests: full, or a delta on an older snapshot's (see archive.Header.Base)
 //	snapshots/<id>.json        records: a snapshot's summary (see Record)
 //	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
+//	repacks/<id>.json          a repack's note: the archives it replaced by archives/<id>.tar.zst, and when (see RepackNote)
 //
 // In an encrypted store, the objects that carry home content (manifests
 // and archives) are age files stored under their key plus
