@@ -37,6 +37,23 @@ func TestRunFormingToleratesAnyOrder(t *testing.T) {
 	}
 }
 
+// A run of many tiny files stops at maxRunFiles entries, whatever its byte
+// span: the entries of every run in flight are held in memory.
+func TestRunHoldsAtMostMaxRunFiles(t *testing.T) {
+	e := func(off int64) *archive.Entry {
+		return &archive.Entry{Path: "f", Type: archive.TypeFile, Archive: "a", Offset: off, Length: 1, Size: 1}
+	}
+	rn := newRun(e(0))
+	for i := int64(1); i < maxRunFiles; i++ {
+		if !rn.add(e(i)) {
+			t.Fatalf("entry %d of a %d-byte run was refused", i, i)
+		}
+	}
+	if rn.add(e(maxRunFiles)) {
+		t.Fatalf("the run grew past %d files", maxRunFiles)
+	}
+}
+
 // Directory metadata is applied as the manifest leaves each directory, so
 // a later failure must also undo modes already set.
 func TestRollbackUndoesDirectoryModesSetEarly(t *testing.T) {
