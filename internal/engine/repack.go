@@ -43,14 +43,18 @@ type RepackPolicy struct {
 // 1.3×. A lower share copies the large archives more often.
 const DefaultMaxUnused = 0.02
 
-// liveness is what the kept snapshots use: every file version (archive,
-// offset, path) that some kept snapshot's tree resolves to, and which
-// archives each manifest layer's entries point into.
+// liveness is what the kept snapshots use: the tar bytes of the file
+// versions (archive, offset, path) some kept snapshot's tree resolves to,
+// per archive range, and which archives each manifest layer's entries
+// point into. It holds no entry, so a home of a million files costs the
+// scan its ranges (about one per frame), not its paths; the entries a
+// repack copies are collected only when asked for.
 type liveness struct {
-	layers   []string          // every manifest layer a kept snapshot needs
-	uses     []map[string]bool // per layer: the archives its entries point into
-	versions map[version]*archive.Entry
-	views    map[string]map[string]bool // per kept snapshot: the archives its tree points into
+	layers []string          // every manifest layer a kept snapshot needs
+	uses   []map[string]bool // per layer: the archives its entries point into
+	raw    map[span]int64
+	views  map[string]map[string]bool // per kept snapshot: the archives its tree points into
+	copies map[version]*archive.Entry // the live versions collect chose
 }
 
 // pointsInto tells whether kept snapshot id's tree points into any of the
@@ -72,21 +76,18 @@ type version struct {
 
 // live returns, per archive, the stored bytes the live versions fill (the
 // filled share of their ranges, as LiveBytes).
-func (l *liveness) live() map[string]int64 {
-	raw := map[span]int64{}
-	for v, e := range l.versions {
-		raw[span{v.archive, v.offset, e.Length}] += tarBytes(e.Size)
-	}
-	return filledShare(raw)
-}
+func (l *liveness) live() map[string]int64 { return filledShare(l.raw) }
 
 // scanKept resolves every kept snapshot's tree at once: each manifest
 // layer is read once, all of them merged in path order, and for each path
 // each kept snapshot's chain takes the topmost layer that names it. A
 // version hidden by a newer layer in every chain is dead, even in an old
 // full manifest.
-func scanKept(ctx context.Context, st store.Store, kept []*repo.Record) (*liveness, error) {
-	l := &liveness{versions: map[version]*archive.Entry{}, views: map[string]map[string]bool{}}
+//
+// collect, when set, chooses the live versions to keep in l.copies (a
+// repack's files to copy).
+func scanKept(ctx context.Context, st store.Store, kept []*repo.Record, collect func(e *archive.Entry) bool) (*liveness, error) {
+	l := &liveness{raw: map[span]int64{}, views: map[string]map[string]bool{}, copies: map[version]*archive.Entry{}}
 	views := make([]map[string]bool, len(kept))
 	for k, r := range kept {
 		views[k] = map[string]bool{}
@@ -144,6 +145,7 @@ func scanKept(ctx context.Context, st store.Store, kept []*repo.Record) (*livene
 		}
 	}
 	at := make([]*archive.Entry, len(readers))
+	var seen []version // the live versions of the current path
 	for {
 		path, found := "", false
 		for _, h := range heads {
@@ -166,17 +168,22 @@ func scanKept(ctx context.Context, st store.Store, kept []*repo.Record) (*livene
 				}
 			}
 		}
+		seen = seen[:0]
 		for k, chain := range chains {
 			for j := len(chain) - 1; j >= 0; j-- {
 				e := at[chain[j]]
 				if e == nil {
 					continue
 				}
-				if v := (version{e.Archive, e.Offset, e.Path}); e.HasData() {
-					views[k][e.Archive] = true
-					if l.versions[v] == nil {
-						l.versions[v] = e
+				if v := (version{e.Archive, e.Offset, e.Path}); e.HasData() && !slices.Contains(seen, v) {
+					seen = append(seen, v)
+					l.raw[span{e.Archive, e.Offset, e.Length}] += tarBytes(e.Size)
+					if collect != nil && collect(e) {
+						l.copies[v] = e
 					}
+				}
+				if e.HasData() {
+					views[k][e.Archive] = true
 				}
 				break // the topmost layer naming the path decides, a deletion too
 			}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -101,7 +102,7 @@ func Repack(ctx context.Context, o RepackOptions) (*RepackResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := scanKept(ctx, o.Store, kept)
+	l, err := scanKept(ctx, o.Store, kept, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,23 +118,23 @@ func Repack(ctx context.Context, o RepackOptions) (*RepackResult, error) {
 	if len(res.Repacked) == 0 || o.DryRun {
 		return res, nil
 	}
-	return res, repack(ctx, o, kept, l, res)
+	return res, repack(ctx, o, kept, res)
 }
 
 // where is a copied file's place in the new archive.
 type where struct{ offset, length int64 }
 
-func repack(ctx context.Context, o RepackOptions, kept []*repo.Record, l *liveness, res *RepackResult) error {
+func repack(ctx context.Context, o RepackOptions, kept []*repo.Record, res *RepackResult) error {
 	chosen := map[string]bool{}
 	for _, a := range res.Repacked {
 		chosen[a] = true
 	}
-	var copies []version
-	for v := range l.versions {
-		if chosen[v.archive] {
-			copies = append(copies, v)
-		}
+	// A second scan keeps the entries to copy: only the chosen archives'.
+	l, err := scanKept(ctx, o.Store, kept, func(e *archive.Entry) bool { return chosen[e.Archive] })
+	if err != nil {
+		return err
 	}
+	copies := slices.Collect(maps.Keys(l.copies))
 	now := o.Now().UTC()
 	res.ID = repo.NewID(now)
 	if err := repo.WriteRepackNote(ctx, o.Store, &repo.RepackNote{ID: res.ID, Time: now, Replaced: res.Repacked}); err != nil {
@@ -141,7 +142,6 @@ func repack(ctx context.Context, o RepackOptions, kept []*repo.Record, l *livene
 	}
 	moved := map[version]where{}
 	if len(copies) > 0 {
-		var err error
 		if moved, res.Stored, err = writeRepacked(ctx, o, res.ID, l, copies); err != nil {
 			o.Store.Delete(context.WithoutCancel(ctx), repo.RepackKey(res.ID)) // best effort: prune collects it
 			return err
@@ -242,7 +242,7 @@ func writeRepacked(ctx context.Context, o RepackOptions, id string, l *liveness,
 		want := map[string]version{}
 		var end, total int64
 		for _, v := range group {
-			e := l.versions[v]
+			e := l.copies[v]
 			want[v.path] = v
 			end = max(end, off+e.Length)
 			total += e.Size
@@ -274,7 +274,7 @@ func writeRepacked(ctx context.Context, o RepackOptions, id string, l *liveness,
 					return err
 				}
 			}
-			first, last, err := copyEntry(fw, tr, hdr.Size, l.versions[v], buf, at)
+			first, last, err := copyEntry(fw, tr, hdr.Size, l.copies[v], buf, at)
 			if err != nil {
 				return fmt.Errorf("repack: %w", err)
 			}
