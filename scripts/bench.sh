@@ -72,7 +72,8 @@ need zstd "apt-get install -y zstd"
 need tar "apt-get install -y tar"
 need find "apt-get install -y findutils"
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing: apt-get install -y time"
-/usr/bin/time -v true 2>&1 | grep -q 'Maximum resident set size' || die "/usr/bin/time is not GNU time (no -v): apt-get install -y time"
+# Not `| grep -q`: grep leaves at the first match and time's SIGPIPE fails the pipe under pipefail.
+[[ $(/usr/bin/time -v true 2>&1) == *'Maximum resident set size'* ]] || die "/usr/bin/time is not GNU time (no -v): apt-get install -y time"
 tar --version | grep -q 'GNU tar' || die "tar is not GNU tar"
 
 # The bench directory holds a marker so that cleaning never touches a
