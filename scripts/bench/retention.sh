@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sidecar over time: ROUNDS rounds of 1 % churn on a generated home,
-# each followed by `snapshot --once --keep-last KEEP` (which consolidates and
-# prunes), then compares the bytes stored with one fresh full snapshot of
+# each followed by `snapshot --once --keep-last KEEP` (which prunes and
+# repacks), then compares the bytes stored with one fresh full snapshot of
 # the final home, and reports the archives the head points into.
 #
 #   scripts/bench/retention.sh [preset] [rounds] [keep]    # default: medium 100 24
