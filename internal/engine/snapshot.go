@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -244,7 +243,8 @@ func checkHome(home string, create bool) error {
 
 // snapshotter runs the pipeline of one snapshot:
 //
-//	walk ⋈ parent manifest → jobs → workers (read, hash, tar, compress)
+//	walk ⋈ parent manifest → jobs → loaders (read and hash small files)
+//	  → workers (read and hash the rest, tar, compress)
 //	  → sequencer (in job order: archive bytes, manifest entries)
 //
 // Jobs in flight are bounded, so memory stays proportional to the frames
@@ -279,14 +279,22 @@ type item struct {
 	base        *archive.Entry
 	write       bool
 	fromStore   bool // a consolidation copies the bytes from the entry's old archive
+	loaded      bool // a loader read the file's bytes into job.data at at
+	at          int
 	first, last int
 }
 
 type job struct {
 	items  []item
-	frames chan []byte // closed when the job is done; err is set before
+	loaded chan struct{} // closed when its loader is done; err is set before
+	data   []byte        // the bytes of its loaded items
+	frames chan []byte   // closed when the job is done; err is set before
 	err    error
 }
+
+// jobQueues carry each job, in order, to the sequencer, a loader and a
+// worker.
+type jobQueues struct{ order, load, work chan<- *job }
 
 type counts struct {
 	seen, changed, deleted int64
@@ -301,20 +309,35 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Sn
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 
-	order := make(chan *job, s.o.Jobs) // bounds the jobs in flight
-	work := make(chan *job)
+	// Loaders and workers both take jobs in order, so the oldest job is
+	// always loading or in a worker and the sequencer never waits on a job
+	// that waits for it. work holds the jobs the loaders read ahead.
+	order := make(chan *job, s.o.Jobs+loaders+1) // bounds the jobs in flight
+	load, work := make(chan *job), make(chan *job, loaders)
 	var cnt counts
 	g.Go(func() error {
 		defer close(order)
+		defer close(load)
 		defer close(work)
-		return s.produce(gctx, parent, order, work, &cnt)
+		return s.produce(gctx, parent, jobQueues{order, load, work}, &cnt)
 	})
+	for range loaders {
+		g.Go(func() error {
+			for j := range load {
+				s.load(gctx, j)
+				close(j.loaded)
+			}
+			return nil
+		})
+	}
 	for range s.o.Jobs {
 		g.Go(func() error {
 			fw := archive.NewFrameWriter(s.comp, nil)
-			buf := make([]byte, 256<<10)
+			buf := make([]byte, readChunk)
 			for j := range work {
+				<-j.loaded
 				s.process(gctx, j, fw, buf)
+				releaseLoad(j)
 			}
 			return nil
 		})
@@ -390,12 +413,12 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Sn
 }
 
 // cutter cuts the items of a snapshot into jobs of about one frame of new
-// bytes each, and hands them to the sequencer (in order) and the workers.
+// bytes each, and hands them on.
 type cutter struct {
-	ctx         context.Context
-	order, work chan<- *job
-	cur         *job
-	pending     int
+	ctx     context.Context
+	q       jobQueues
+	cur     *job
+	pending int
 }
 
 func (c *cutter) add(it item) error {
@@ -421,15 +444,13 @@ func (c *cutter) flush() error {
 		return nil
 	}
 	c.cur.frames = make(chan []byte, 2)
-	select {
-	case c.order <- c.cur:
-	case <-c.ctx.Done():
-		return context.Cause(c.ctx)
-	}
-	select {
-	case c.work <- c.cur:
-	case <-c.ctx.Done():
-		return context.Cause(c.ctx)
+	c.cur.loaded = make(chan struct{})
+	for _, q := range []chan<- *job{c.q.order, c.q.load, c.q.work} {
+		select {
+		case q <- c.cur:
+		case <-c.ctx.Done():
+			return context.Cause(c.ctx)
+		}
 	}
 	c.cur, c.pending = &job{}, 0
 	return nil
@@ -438,12 +459,12 @@ func (c *cutter) flush() error {
 // produce merges the walk with the parent manifest and cuts the result into
 // jobs; a consolidation (o.rewrite) takes the parent's entries instead of
 // the walk.
-func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, order, work chan<- *job, cnt *counts) error {
+func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, q jobQueues, cnt *counts) error {
 	old := &parentCursor{s: s, m: parent}
 	if err := old.next(); err != nil {
 		return err
 	}
-	jobs := &cutter{ctx: ctx, order: order, work: work, cur: &job{}}
+	jobs := &cutter{ctx: ctx, q: q, cur: &job{}}
 	if s.o.rewrite != nil { // a full manifest: every pair is a parent entry
 		for ; old.ok; cnt.seen++ {
 			e := old.top
@@ -514,6 +535,9 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, 
 // process reads, hashes and compresses one job's new entries.
 func (s *snapshotter) process(ctx context.Context, j *job, fw *archive.FrameWriter, buf []byte) {
 	defer close(j.frames)
+	if j.err != nil { // from its loader
+		return
+	}
 	fw.Reset(func(frame []byte) error {
 		select {
 		case j.frames <- frame:
@@ -532,7 +556,7 @@ func (s *snapshotter) process(ctx context.Context, j *job, fw *archive.FrameWrit
 		case it.fromStore:
 			err = s.copyFromStore(ctx, fw, it, buf)
 		case it.e.Type == archive.TypeFile:
-			err = s.writeFile(fw, it, buf)
+			err = s.writeFile(fw, j, it, buf)
 		default:
 			err = fw.WriteHeader(it.e)
 			it.first, it.last = fw.Frame(), fw.Frame()
@@ -545,56 +569,79 @@ func (s *snapshotter) process(ctx context.Context, j *job, fw *archive.FrameWrit
 	j.err = fw.Cut()
 }
 
-// writeFile adds one regular file. Its metadata is taken from the open file
-// just before reading; if the file changes while it is read, the entry says
-// so and the next snapshot reads it again.
-func (s *snapshotter) writeFile(fw *archive.FrameWriter, it *item, buf []byte) error {
-	e := it.e
-	path := filepath.Join(s.o.Home, filepath.FromSlash(e.Path))
-	f, st, err := openRegular(path)
-	if err != nil {
-		if errors.Is(err, errVanished) {
-			s.o.Log.Debug().Str("path", e.Path).Msg("vanished before it was read")
-			it.e, it.write = nil, false
-			return nil
+// writeFile adds one regular file, from the bytes a loader read ahead or
+// streamed from the file now.
+func (s *snapshotter) writeFile(fw *archive.FrameWriter, j *job, it *item, buf []byte) error {
+	if it.loaded {
+		if err := fw.WriteHeader(it.e); err != nil {
+			return err
 		}
+		it.first = fw.Frame()
+		_, err := fw.Write(j.data[it.at : it.at+int(it.e.Size)])
+		it.last = fw.Frame()
+		return err
+	}
+	f, err := s.openItem(it)
+	if f == nil {
 		return err
 	}
 	defer f.Close()
-	if afterOpen != nil {
-		afterOpen(path)
-	}
-	fresh := scan.FromStat(e.Path, st)
-	*e = *fresh
-	if err := fw.WriteHeader(e); err != nil {
+	if err := fw.WriteHeader(it.e); err != nil {
 		return err
 	}
 	it.first = fw.Frame()
+	err = s.readContent(f, it.e, buf, func(p []byte) error {
+		_, err := fw.Write(p)
+		return err
+	})
+	it.last = fw.Frame()
+	return err
+}
+
+// openItem opens an item's file. Its entry takes the metadata of the open
+// file, which is what the bytes read next belong to. A file gone since the
+// walk drops out of the snapshot: no file and no error.
+func (s *snapshotter) openItem(it *item) (*regularFile, error) {
+	e := it.e
+	path := filepath.Join(s.o.Home, filepath.FromSlash(e.Path))
+	f, err := openRegular(path)
+	if errors.Is(err, errVanished) {
+		s.o.Log.Debug().Str("path", e.Path).Msg("vanished before it was read")
+		it.e, it.write = nil, false
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if afterOpen != nil {
+		afterOpen(path)
+	}
+	*e = *scan.FromStat(e.Path, &f.st)
+	return f, nil
+}
+
+// readContent reads e.Size bytes of f in chunks of buf, hands each to put
+// and records their hash in e. If the file changes while it is read, the
+// entry says so and the next snapshot reads it again.
+func (s *snapshotter) readContent(f *regularFile, e *archive.Entry, buf []byte, put func([]byte) error) error {
 	h := sha256.New()
-	remaining := e.Size
-	for remaining > 0 {
-		n, rerr := f.Read(buf[:min(int64(len(buf)), remaining)])
-		if n == 0 && rerr != nil {
-			if !errors.Is(rerr, io.EOF) {
-				return fmt.Errorf("read %s: %w", path, rerr)
-			}
-			// Truncated while read: keep the tar stream whole with zeros;
-			// the entry is marked and read again next time.
-			clear(buf)
-			n = int(min(int64(len(buf)), remaining))
-			e.Changed = true
-		}
-		h.Write(buf[:n])
-		if _, err := fw.Write(buf[:n]); err != nil {
+	for remaining := e.Size; remaining > 0; {
+		p := buf[:min(int64(len(buf)), remaining)]
+		truncated, err := f.readFull(p)
+		if err != nil {
 			return err
 		}
-		remaining -= int64(n)
+		e.Changed = e.Changed || truncated
+		h.Write(p)
+		if err := put(p); err != nil {
+			return err
+		}
+		remaining -= int64(len(p))
 	}
-	it.last = fw.Frame()
 	var sum archive.Hash
 	h.Sum(sum[:0])
 	e.Hash = &sum
-	if changedSince(f, st) {
+	if f.changed() {
 		e.Changed = true
 	}
 	if e.Changed {
@@ -607,7 +654,17 @@ func (s *snapshotter) writeFile(fw *archive.FrameWriter, it *item, buf []byte) e
 // entries to the manifest with their final byte ranges.
 func (s *snapshotter) sequence(ctx context.Context, j *job, w *lazyUpload, mw *archive.ManifestWriter, newEntries, newBytes *int64) error {
 	var offs, lens []int64
-	for frame := range j.frames {
+	for {
+		var frame []byte
+		var more bool
+		select {
+		case frame, more = <-j.frames:
+		case <-ctx.Done(): // the job may never have reached a worker
+			return context.Cause(ctx)
+		}
+		if !more {
+			break
+		}
 		offs, lens = append(offs, w.n), append(lens, int64(len(frame)))
 		_, err := w.Write(frame)
 		archive.ReleaseFrame(frame)

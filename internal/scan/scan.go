@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -191,21 +190,13 @@ func (w *walker) list(t *dirTask) *listing {
 		}
 		defer unix.Close(fd)
 	}
-	// Readdirnames on a duplicate: os.File takes ownership of its fd.
-	dup, err := unix.Dup(fd)
-	if err != nil {
-		l.err = err
+	names, err := readNames(fd)
+	if errors.Is(err, unix.ENOENT) {
+		l.vanished = true
 		return l
 	}
-	f := os.NewFile(uintptr(dup), filepath.Join(w.home, t.rel))
-	names, err := f.Readdirnames(-1)
-	f.Close()
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			l.vanished = true
-			return l
-		}
-		l.err = fmt.Errorf("read directory %s: %w", f.Name(), err)
+		l.err = fmt.Errorf("read directory %s: %w", filepath.Join(w.home, t.rel), err)
 		return l
 	}
 	slices.Sort(names)
@@ -334,6 +325,33 @@ func (w *walker) flushPending() error {
 	}
 	w.pending = w.pending[:0]
 	return nil
+}
+
+// direntBuffers are getdents buffers, one per listing in progress.
+var direntBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}
+
+// readNames lists an open directory with getdents directly: an os.File
+// would cost a dup, an fcntl and a close more per directory.
+func readNames(fd int) ([]string, error) {
+	bp := direntBuffers.Get().(*[]byte)
+	defer direntBuffers.Put(bp)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, *bp)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent((*bp)[:n], -1, names)
+	}
 }
 
 func readlinkat(dirfd int, name string) (string, error) {

@@ -2,10 +2,12 @@ package scan
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/homesnap/homesnap/internal/archive"
@@ -91,5 +93,31 @@ func TestImpliedParentsAndSymlinksAreNotFollowed(t *testing.T) {
 	want := []string{"users (implied)", "users/admin (implied)", "users/admin/config.xml", "users/link"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// A directory whose listing takes several getdents calls (its entries fill
+// more than one buffer) is listed whole.
+func TestWalkListsADirectoryLargerThanOneRead(t *testing.T) {
+	home := t.TempDir()
+	builds := filepath.Join(home, "jobs", "big", "builds")
+	if err := os.MkdirAll(builds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000 // ~64-byte names: about 250 KB of directory entries
+	for i := range n {
+		name := fmt.Sprintf("%04d-%s", i, strings.Repeat("x", 56))
+		if err := os.WriteFile(filepath.Join(builds, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
+	want := reference(t, home, sel)
+	var got []string
+	for _, e := range walk(t, home, sel) {
+		got = append(got, e.Path)
+	}
+	if len(want) < n || !slices.Equal(got, want) {
+		t.Fatalf("walk gave %d paths, reference %d (of %d files); first difference near %v", len(got), len(want), n, firstDiff(got, want))
 	}
 }

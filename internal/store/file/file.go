@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -138,7 +140,7 @@ func (s *Store) writeAtomic(ctx context.Context, p string, r io.Reader) error {
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err := io.Copy(f, ctxReader{ctx, r}); err != nil {
+	if _, err := io.Copy(&writeback{f: f}, ctxReader{ctx, r}); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -152,6 +154,29 @@ func (s *Store) writeAtomic(ctx context.Context, p string, r io.Reader) error {
 	}
 	done = true
 	return nil
+}
+
+// writebackChunk is how many bytes are written before the kernel is asked
+// to start writing them out.
+const writebackChunk = 8 << 20
+
+// writeback starts the kernel writing each chunk of a file as soon as it is
+// complete, so the Sync that makes an archive durable waits for its tail
+// only, not for hundreds of megabytes of dirty pages written at the end.
+type writeback struct {
+	f              *os.File
+	started, wrote int64
+}
+
+func (w *writeback) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.wrote += int64(n)
+	if w.wrote-w.started >= writebackChunk {
+		// Only a hint: the Sync at the end is what makes the data durable.
+		_ = unix.SyncFileRange(int(w.f.Fd()), w.started, w.wrote-w.started, unix.SYNC_FILE_RANGE_WRITE)
+		w.started = w.wrote
+	}
+	return n, err
 }
 
 // ctxReader stops a long copy when the context is cancelled.
