@@ -41,7 +41,7 @@ func (s *snapshotter) load(ctx context.Context, j *job) {
 			return
 		}
 		if j.data == nil {
-			j.data = (*loadBuffers.Get().(*[]byte))[:0]
+			j.data = *loadBuffers.Get().(*[]byte)
 		}
 		if j.err = s.loadFile(j, it); j.err != nil {
 			return
@@ -71,7 +71,8 @@ func (s *snapshotter) loadFile(j *job, it *item) error {
 // releaseLoad returns a processed job's buffer for reuse.
 func releaseLoad(j *job) {
 	if j.data != nil {
-		loadBuffers.Put(&j.data)
+		b := j.data[:0]
+		loadBuffers.Put(&b)
 		j.data = nil
 	}
 }
