@@ -66,6 +66,12 @@ func Consolidate(ctx context.Context, o SnapshotOptions, p ConsolidatePolicy) (*
 		// No snapshot yet, or the next one is a full one anyway.
 		return &SnapshotResult{Unchanged: true}, err
 	}
+	// A head that points only into its own archive uses every byte of it:
+	// there is nothing to merge or reclaim, and no need to read a manifest
+	// of a million lines to learn so (the first full snapshot's case).
+	if rec, err := repo.LoadRecord(ctx, o.Store, head.Snapshot); err == nil && slices.Equal(rec.Archives, []string{head.Snapshot}) {
+		return &SnapshotResult{Parent: head.Snapshot, Unchanged: true}, nil
+	}
 	live, err := LiveBytes(ctx, o.Store, head.Snapshot)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -214,5 +215,46 @@ func TestLiveBytesOfAFreshArchiveIsWhole(t *testing.T) {
 	res, err := Consolidate(ctx, SnapshotOptions{Store: st, Log: zerolog.Nop()}, ConsolidatePolicy{MaxArchives: 8})
 	if err != nil || !res.Unchanged {
 		t.Errorf("a fresh single archive was consolidated: %+v, %v", res, err)
+	}
+}
+
+// manifestReads counts the reads of manifests.
+type manifestReads struct {
+	store.Store
+	n int
+}
+
+func (m *manifestReads) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if strings.HasSuffix(key, ".json.zst") { // repo.ManifestKey
+		m.n++
+	}
+	return m.Store.Get(ctx, key, off, n)
+}
+
+// After a full snapshot the head uses all of its one archive: deciding so
+// must not read its manifest, a million lines on a large home. Once the
+// head points into older archives too, the manifest is read.
+func TestConsolidationAfterAFullSnapshotReadsNoManifest(t *testing.T) {
+	home, st := t.TempDir(), newStore(t)
+	os.MkdirAll(filepath.Join(home, "jobs", "a"), 0o755)
+	os.WriteFile(filepath.Join(home, "jobs", "a", "config.xml"), []byte("<project/>"), 0o644)
+	os.WriteFile(filepath.Join(home, "jobs", "a", "log"), []byte("one"), 0o644)
+	snap(t, home, st)
+	ctx := context.Background()
+	consolidate := func() int {
+		mr := &manifestReads{Store: st}
+		res, err := Consolidate(ctx, SnapshotOptions{Store: mr, Log: zerolog.Nop()}, ConsolidatePolicy{MaxArchives: 8})
+		if err != nil || !res.Unchanged {
+			t.Fatalf("consolidated: %+v, %v", res, err)
+		}
+		return mr.n
+	}
+	if n := consolidate(); n != 0 {
+		t.Errorf("after a full snapshot, consolidation read %d manifests", n)
+	}
+	os.WriteFile(filepath.Join(home, "jobs", "a", "log"), []byte("one two"), 0o644)
+	snap(t, home, st)
+	if n := consolidate(); n == 0 {
+		t.Errorf("after an incremental, consolidation read no manifest: it cannot know the dead bytes")
 	}
 }
