@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -251,5 +253,38 @@ func TestCheckPath(t *testing.T) {
 		if err := CheckPath(good); err != nil {
 			t.Errorf("CheckPath(%q): %v", good, err)
 		}
+	}
+}
+
+// A restore or an incremental merges every layer of a manifest chain, a
+// reader per layer: each must cost little memory whatever the layer holds
+// (with zstd's default 8 MiB window, a dozen small deltas took 100 MB).
+func TestManifestReaderAllocatesLittle(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewManifestWriter(&buf, Header{ID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 { // over a zstd block: a frame of unknown size
+		if err := w.Write(&Entry{Path: fmt.Sprintf("jobs/j%05d", i), Type: TypeDir, Mode: 0o755, MTime: int64(i) << 30}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := NewManifestReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	r.Close()
+	if n := after.TotalAlloc - before.TotalAlloc; n > 2<<20 {
+		t.Errorf("a manifest reader allocated %d bytes", n)
 	}
 }
