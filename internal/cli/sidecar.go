@@ -44,9 +44,6 @@ type Sidecar struct {
 // sidecar runs snapshots every interval, on SIGUSR1 and on POST /snapshot,
 // and a final one when ctx ends (SIGTERM), until the final one is taken.
 func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptions, once func(context.Context, engine.SnapshotOptions) (*engine.SnapshotResult, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
-	if err := cfg.Sidecar.validate(); err != nil {
-		return err
-	}
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
 	r := runner.New(runner.Options{
 		Lease:      l,
