@@ -149,7 +149,7 @@ func (t *trigger) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch err := t.r.Demand(); {
 	case errors.As(err, &refused):
 		t.refuse(req, err.Error())
-		w.Header().Set("Retry-After", strconv.Itoa(int((refused.RetryAfter+time.Second-1)/time.Second)))
+		w.Header().Set("Retry-After", strconv.Itoa(refused.Seconds()))
 		code := http.StatusTooManyRequests
 		if refused.Busy {
 			code = http.StatusConflict

@@ -130,9 +130,14 @@ type DemandRefused struct {
 
 func (e *DemandRefused) Error() string {
 	if e.Busy {
-		return fmt.Sprintf("an on-demand snapshot is already pending or running; ask again in %s", e.RetryAfter)
+		return fmt.Sprintf("an on-demand snapshot is already pending or running; ask again in %d s", e.Seconds())
 	}
-	return fmt.Sprintf("the last on-demand snapshot was asked for less than the minimum spacing ago; ask again in %s", e.RetryAfter)
+	return fmt.Sprintf("the last on-demand snapshot was asked for less than the minimum spacing ago; ask again in %d s", e.Seconds())
+}
+
+// Seconds is RetryAfter in whole seconds, rounded up (Retry-After).
+func (e *DemandRefused) Seconds() int {
+	return int((e.RetryAfter + time.Second - 1) / time.Second)
 }
 
 // Demand asks for a snapshot on behalf of a network client (POST
