@@ -1,8 +1,9 @@
 // Package runner is the snapshot sidecar's life: a snapshot every interval
 // (with jitter, so a fleet of controllers does not hit the store at once)
-// or on demand (one at a time, spaced), and a final one when the pod stops, taken only after
-// Jenkins has written its shutdown state. Time comes from a Clock so the
-// schedule is tested without sleeping.
+// or on demand (one at a time, spaced apart), and a final one when the pod
+// stops, taken only after Jenkins has written its shutdown state; and the
+// port that serves its probes, metrics and requests. Time comes from a
+// Clock so the schedule is tested without sleeping.
 package runner
 
 import (
