@@ -311,6 +311,27 @@ func (p *sidecarPort) open() int {
 	return len(p.srv.ln.open)
 }
 
+// waitIdle waits until n connections are idle: the server marks one idle
+// just after the client has its answer.
+func (p *sidecarPort) waitIdle(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		p.srv.ln.mu.Lock()
+		idle := 0
+		for _, s := range p.srv.ln.open {
+			if s.state == http.StateIdle {
+				idle++
+			}
+		}
+		p.srv.ln.mu.Unlock()
+		if idle >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("fewer than %d idle connections", n)
+}
+
 // At the cap, a new connection takes an idle one's place, so that many
 // keep-alive connections cannot lock the probes out.
 func TestConnectionCapEvictsIdleConnections(t *testing.T) {
@@ -324,9 +345,11 @@ func TestConnectionCapEvictsIdleConnections(t *testing.T) {
 	for range 4 {
 		c, br := dial(t, addr, true)
 		idle = append(idle, conn{c, br})
+		p.waitIdle(t, len(idle))
 	}
 	for range 40 { // each evicts the oldest idle one
 		dial(t, addr, true)
+		p.waitIdle(t, 4)
 		if n := p.open(); n > 4 {
 			t.Fatalf("%d connections open, cap 4", n)
 		}
