@@ -158,6 +158,7 @@ func (t *trigger) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	default:
+		t.log.Info().Str("remote", req.RemoteAddr).Msg("POST /snapshot accepted") // spaced apart: no flood
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintln(w, "snapshot requested")
 	}
