@@ -14,7 +14,8 @@ export GOBIN=$BIN GOFLAGS=-mod=mod
 log() { printf '== %s\n' "$*" >&2; }
 
 need_apt=()
-for pkg in zstd:zstd tar:tar restic:restic age:age curl:curl openssl:openssl; do
+for pkg in zstd:zstd tar:tar restic:restic age:age curl:curl openssl:openssl \
+  buildah:buildah podman:podman runc:runc; do # the image (scripts/image.sh) and its container tests
   command -v "${pkg%%:*}" >/dev/null || need_apt+=("${pkg#*:}")
 done
 if ((${#need_apt[@]})); then
