@@ -53,12 +53,35 @@ func needImage(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	// kube play has no --ulimit or --runtime flags: a configuration of our
+	// own with runc (crun refuses this kernel's hybrid cgroups) and ulimits
+	// within the machine's hard limits.
+	dir, err := os.MkdirTemp("", "homesnap-containers-conf-")
+	if err != nil {
+		panic(err)
+	}
+	conf := filepath.Join(dir, "containers.conf")
+	if err := os.WriteFile(conf, []byte(containersConf), 0o644); err != nil {
+		panic(err)
+	}
+	os.Setenv("CONTAINERS_CONF", conf)
 	code := m.Run()
 	if build.err == nil && len(build.log) > 0 {
 		exec.Command("podman", "rmi", "--force", image).Run()
 	}
+	if standinBuild.err == nil && len(standinBuild.log) > 0 {
+		exec.Command("podman", "rmi", "--force", standin).Run()
+	}
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+const containersConf = `[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
+
+[engine]
+runtime = "runc"
+`
 
 // result is what a podman command did.
 type result struct {
