@@ -225,6 +225,18 @@ func checkPod(t *testing.T, name string, spec *corev1.PodSpec, image string, con
 			t.Errorf("%s: %s has no CPU and memory requests and memory limit", name, c.Name)
 		}
 	}
+	// A restore running as root applies the snapshot's owners unless told
+	// whose the home is.
+	var uid *int64 // nil: the image's user, 1000
+	if sc != nil {
+		uid = sc.RunAsUser
+	}
+	if restore.SecurityContext != nil && restore.SecurityContext.RunAsUser != nil {
+		uid = restore.SecurityContext.RunAsUser
+	}
+	if uid != nil && *uid == 0 && env(restore, "HOMESNAP_CHOWN") == "" {
+		t.Errorf("%s: the restore runs as root without HOMESNAP_CHOWN", name)
+	}
 	for _, c := range []*corev1.Container{restore, snap} {
 		if c.Image != image {
 			t.Errorf("%s: %s runs %s, the Dockerfile builds %s", name, c.Name, c.Image, image)
