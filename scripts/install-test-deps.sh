@@ -37,6 +37,7 @@ goinstall() { # name module@version [rename-from]
 goinstall versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0 &
 goinstall fake-gcs-server github.com/fsouza/fake-gcs-server@v1.56.1 &
 goinstall staticcheck honnef.co/go/tools/cmd/staticcheck@v0.8.2 &
+goinstall helm helm.sh/helm/v3/cmd/helm@v3.18.6 & # renders examples/helm/values.yaml with the pinned chart
 ( goinstall toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 server &&
   goinstall toxiproxy-cli github.com/Shopify/toxiproxy/v2/cmd/cli@v2.5.0 cli ) &
 
