@@ -276,7 +276,7 @@ func jenkinsImageRestore(t *testing.T, image string) string {
 		t.Fatal(err)
 	}
 	if m := regexp.MustCompile(`(?m)^ARG HOMESNAP=(\S+)$`).FindSubmatch(data); m == nil || string(m[1]) != image {
-		t.Errorf("operator/Dockerfile: ARG HOMESNAP=%s, want %s", m, image)
+		t.Errorf("operator/Dockerfile does not build on %s (ARG HOMESNAP=...)", image)
 	}
 	m := regexp.MustCompile(`(?m)^COPY --from=homesnap /usr/local/bin/restore (/\S+)$`).FindSubmatch(data)
 	if m == nil {

@@ -16,9 +16,9 @@ import (
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
-// image is the name the tests build the image under; its tag is reused
-// (and the image removed) so runs do not pile up images.
-const image = "localhost/homesnap:container-test"
+// image is the name the tests build the image under, one per test process
+// (so concurrent runs do not share it), removed at the end.
+var image = fmt.Sprintf("localhost/homesnap:container-test-%d", os.Getpid())
 
 var build struct {
 	once sync.Once

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 
 // standin is the image that plays Jenkins in the Pod examples
 // (testdata/jenkins-standin): the real one cannot be pulled here.
-const standin = "localhost/jenkins-standin:container-test"
+var standin = fmt.Sprintf("localhost/jenkins-standin:container-test-%d", os.Getpid())
 
 var standinBuild struct {
 	once sync.Once
@@ -140,7 +141,7 @@ func TestClassicSidecarExampleInKubePlay(t *testing.T) {
 	store, dir := volume(t), t.TempDir()
 	play := func(round string, home string) string {
 		t.Helper()
-		name := "homesnap-example-" + round
+		name := fmt.Sprintf("homesnap-example-%d-%s", os.Getpid(), round)
 		pod, cm := examplePod(t, "../../../examples/kubernetes/jenkins-classic-sidecar.yaml", name, home, store)
 		podFile, cmFile := filepath.Join(dir, name+".yaml"), filepath.Join(dir, name+"-config.yaml")
 		if err := os.WriteFile(podFile, pod, 0o644); err != nil {
@@ -208,5 +209,24 @@ func TestClassicSidecarExampleInKubePlay(t *testing.T) {
 		if a.Type == "f" && got[rel] != a {
 			t.Errorf("%s: restored as %+v, want %+v", rel, got[rel], a)
 		}
+	}
+}
+
+// TestOperatorJenkinsImage builds examples/operator/Dockerfile on the
+// image under test (the stand-in in place of jenkins/jenkins) and runs the
+// restore it copies in, from the path the operator example calls.
+func TestOperatorJenkinsImage(t *testing.T) {
+	needImage(t)
+	needStandin(t)
+	tag := fmt.Sprintf("localhost/jenkins-homesnap:container-test-%d", os.Getpid())
+	cmd := exec.Command("buildah", "bud", "--layers=false", "--build-arg", "HOMESNAP="+image,
+		"--build-arg", "JENKINS="+standin, "-t", tag, "../../../examples/operator")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/operator/Dockerfile: %v\n%s", err, out)
+	}
+	defer podman(t, "rmi", "--force", tag)
+	got := ok(t, "homesnap-restore --version", podman(t, "run", "--rm", "--network", "none", "--entrypoint", "/usr/local/bin/homesnap-restore", tag, "--version"))
+	if !strings.HasPrefix(got, "restore ") {
+		t.Errorf("the operator's Jenkins image runs homesnap-restore --version as %q", got)
 	}
 }
