@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // Issue 21, findings 1 and 7: restore state a home writer plants is never
@@ -251,5 +255,73 @@ func TestRootRestoreDropsPrivilegedModes(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "--keep-modes") {
 		t.Errorf("a root restore keeping modes does not say so:\n%s", tail(r.stderr, 3000))
+	}
+}
+
+// TestKilledRestoreIsUndoneBeforeTheNextDecision: a restore binary killed
+// (SIGKILL) in the middle of its moves leaves a journal; the next restore
+// undoes those moves before it decides anything, so the home is back as
+// the killed restore found it whatever the decision. (The decision then
+// refuses: the moves changed ctimes, so the home no longer matches its
+// mark. --force restores the head.)
+func TestKilledRestoreIsUndoneBeforeTheNextDecision(t *testing.T) {
+	base := rootBase(t, "homesnap-kill-")
+	src, storeDir := filepath.Join(base, "src"), filepath.Join(base, "store")
+	jobs := map[string]string{}
+	for i := range 3000 {
+		jobs[fmt.Sprintf("jobs/j%04d/config.xml", i)] = "<project/>\n"
+	}
+	smallHome(t, src, jobs)
+	env := []string{"HOMESNAP_STORE=" + storeDir, "HOMESNAP_LOG_FORMAT=json"}
+	id1 := ok(t, run(t, "snapshot", env, "--once", "--home", src))
+	for rel := range jobs {
+		if err := os.WriteFile(filepath.Join(src, rel), []byte("<project>2</project>\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok(t, run(t, "snapshot", env, "--once", "--home", src))
+	want := selectedTree(t, src)
+	noDirTimes := func(tree testhome.Tree) testhome.Tree {
+		for p, a := range tree {
+			if a.Type == "d" { // moves change directory mtimes
+				a.MTime = 0
+				tree[p] = a
+			}
+		}
+		return tree
+	}
+
+	for attempt := 1; ; attempt++ {
+		if attempt > 20 {
+			t.Fatal("no kill landed between the journal's creation and the end of the commit in 20 attempts")
+		}
+		home := filepath.Join(base, fmt.Sprint("home", attempt))
+		ok(t, run(t, "restore", env, "--home", home, "--snapshot", id1))
+		before := noDirTimes(selectedTree(t, home))
+		p := begin(t, "restore", env, "--home", home)
+		var journal string
+		for p.running() && journal == "" {
+			m, _ := filepath.Glob(filepath.Join(home, ".homesnap-restore-*", "journal"))
+			if len(m) > 0 {
+				p.cmd.Process.Kill()
+				journal = m[0]
+			}
+		}
+		p.wait(t, time.Minute)
+		if _, err := os.Stat(journal); journal == "" || err != nil {
+			continue // the commit finished first
+		}
+		r := run(t, "restore", env, "--home", home)
+		if logField(r.stderr, "undoing the moves of an interrupted restore", "steps") == nil {
+			t.Errorf("no interrupted restore was undone (exit %d):\n%s", r.code, tail(r.stderr, 3000))
+		}
+		same(t, "home after undoing the killed restore", before, noDirTimes(selectedTree(t, home)))
+		if m, _ := filepath.Glob(filepath.Join(home, ".homesnap-restore-*")); len(m) > 0 {
+			t.Errorf("left behind: %v", m)
+		}
+		ok(t, run(t, "restore", env, "--home", home, "--force"))
+		same(t, "home restored after the kill", want, selectedTree(t, home))
+		t.Logf("killed mid-commit at attempt %d (exit %d after the kill)", attempt, r.code)
+		return
 	}
 }

@@ -254,6 +254,10 @@ type recovery struct {
 // (the init container's decisions) should call it before that. It assumes
 // the jenkins preset's selection.
 func RecoverInterrupted(home string, log zerolog.Logger) error {
+	return recoverHome(home, nil, log)
+}
+
+func recoverHome(home string, sel *selector.Selector, log zerolog.Logger) error {
 	fd, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
@@ -265,7 +269,7 @@ func RecoverInterrupted(home string, log zerolog.Logger) error {
 	if err := lockHome(fd, home); err != nil {
 		return err
 	}
-	return recoverLeftovers(fd, home, nil, log)
+	return recoverLeftovers(fd, home, sel, log)
 }
 
 // recoverLeftovers recovers every staging directory at the home's root,

@@ -76,7 +76,8 @@ type RestoreOptions struct {
 	Progress Progress
 	Log      zerolog.Logger
 
-	hooks *restoreHooks // tests inject failures here
+	hooks     *restoreHooks // tests inject failures here
+	recovered bool          // RestoreHome recovered the home already
 }
 
 // Owner is a numeric owner and group.
@@ -261,8 +262,10 @@ func (r *restorer) run(ctx context.Context) (err error) {
 		if err := lockHome(r.home, r.o.Home); err != nil {
 			return err
 		}
-		if err := recoverLeftovers(r.home, r.o.Home, r.o.Selector, r.o.Log); err != nil {
-			return err
+		if !r.o.recovered {
+			if err := recoverLeftovers(r.home, r.o.Home, r.o.Selector, r.o.Log); err != nil {
+				return err
+			}
 		}
 		if err := r.makeStage(); err != nil {
 			return err
