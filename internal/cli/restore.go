@@ -215,7 +215,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fail("restore failed", err)
 	}
-	if res.Restore != nil {
+	if res.Restore != nil && !cfg.DryRun {
 		warnModes(log, res.Restore, cfg.KeepModes)
 	}
 	logOutcome(log, home, st.String(), res)
