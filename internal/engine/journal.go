@@ -46,8 +46,10 @@ import (
 //     step acts through descriptors opened beneath the home with no
 //     symlink followed, renames never replace anything, and modes lose
 //     setuid (and setgid on files). Such a journal can only rename,
-//     chmod and touch selected paths of the home, which the same uid can
-//     do directly: it gains nothing.
+//     chmod and touch selected paths of the home, and remove them (an
+//     undone move-in puts a path back into the staging tree, which is
+//     then removed): all of which the same uid can do directly, so it
+//     gains nothing.
 //   - What is not the restore's own is renamed to a .homesnap-quarantine-*
 //     directory, reported, and never replayed or deleted.
 //
