@@ -242,6 +242,7 @@ func journalMode(mode uint32, isDir bool) uint32 {
 type recovery struct {
 	home     int
 	homePath string
+	set      map[string]bool // quarantined by this pass (reported already)
 	allowed  func(string) bool
 	log      zerolog.Logger
 	euid     int
@@ -284,7 +285,7 @@ func recoverLeftovers(home int, homePath string, sel *selector.Selector, log zer
 			return err
 		}
 	}
-	rc := &recovery{home: home, homePath: homePath, log: log, euid: os.Geteuid(),
+	rc := &recovery{home: home, homePath: homePath, log: log, euid: os.Geteuid(), set: map[string]bool{},
 		allowed: func(rel string) bool { return sel.Selected(rel) || sel.Enter(rel) }}
 	names, err := readDirNames(home)
 	if err != nil {
@@ -304,7 +305,7 @@ func recoverLeftovers(home int, homePath string, sel *selector.Selector, log zer
 		switch {
 		case strings.HasPrefix(name, displacedPrefix):
 			log.Warn().Str("dir", rc.abs(name)).Msg("paths displaced by an earlier restore are kept here; delete the directory once you no longer need them")
-		case strings.HasPrefix(name, quarantinePrefix):
+		case strings.HasPrefix(name, quarantinePrefix) && !rc.set[name]:
 			log.Warn().Str("dir", rc.abs(name)).Msg("restore state a restore did not recognise as its own was set aside here, never replayed; review it, then delete the directory")
 		}
 	}
@@ -458,6 +459,7 @@ func (rc *recovery) quarantine(name, why string) error {
 	if err != nil {
 		return fmt.Errorf("%s is not restore state this restore made (%s), and setting it aside failed: %w; move it out of the home, then restore again", rc.abs(name), why, err)
 	}
+	rc.set[to] = true
 	rc.log.Warn().Str("dir", rc.abs(name)).Str("moved_to", rc.abs(to)).Str("reason", why).
 		Msg("set aside restore state that this restore did not make: it was not replayed and nothing in it was deleted; review it, then delete it")
 	return nil
