@@ -99,21 +99,6 @@ func (r *restorer) checkRemovable(rel string) error {
 	return nil
 }
 
-// removeAll removes a tree the restore made, making read-only directories
-// writable first (restored modes such as 0555 would block it).
-func removeAll(p string) error {
-	if err := os.RemoveAll(p); err == nil {
-		return nil
-	}
-	filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(q, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(p)
-}
-
 // syncFS flushes the filesystem holding dir: one syncfs instead of an
 // fsync per file.
 func syncFS(dir int) error { return unix.Syncfs(dir) }
