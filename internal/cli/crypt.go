@@ -115,7 +115,8 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 func restoreStore(ctx context.Context, a *AgeIdentity, st store.Store, snapshot string, log zerolog.Logger) (*crypt.Setup, error) {
 	ids, err := a.identities()
 	if err != nil {
-		return nil, err
+		log.Error().Err(err).Msg("cannot read the age identity; nothing was changed in the home")
+		return nil, reported{err}
 	}
 	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids}, snapshot)
 	if err != nil {

@@ -53,11 +53,14 @@ type reported struct{ error }
 
 func (r reported) Unwrap() error { return r.error }
 
-// report prints an error that was not logged yet and returns its status.
+// report prints an error that was not logged yet and returns its status:
+// no command exits non-zero without saying why. An error marked reported
+// is printed all the same when no error line was logged (a wrong mark, or
+// a --log-level that hides errors).
 func report(err error, stderr io.Writer) int {
 	code := exitCode(err)
 	var r reported
-	if code != ExitOK && !errors.As(err, &r) {
+	if code != ExitOK && (!errors.As(err, &r) || loggedErrors.Load() == 0) {
 		fmt.Fprintln(stderr, "error:", err)
 	}
 	return code

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -31,5 +32,21 @@ func newLogger(c *Common, w io.Writer) (zerolog.Logger, error) {
 	if console {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	return zerolog.New(w).Level(level).Hook(countErrors{}).With().Timestamp().Logger(), nil
+}
+
+// loggedErrors counts the error lines written by this process's logger.
+// report trusts an error marked as reported only when one was written, so
+// that an error marked by mistake, or hidden by --log-level, still reaches
+// stderr.
+var loggedErrors atomic.Int64
+
+type countErrors struct{}
+
+// Run is called for the events the level lets through, just before they
+// are written.
+func (countErrors) Run(_ *zerolog.Event, level zerolog.Level, _ string) {
+	if level >= zerolog.ErrorLevel && level <= zerolog.PanicLevel {
+		loggedErrors.Add(1)
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -41,7 +43,13 @@ type Options struct {
 
 // NewOptions starts reading u's query options.
 func NewOptions(u *url.URL) *Options {
-	return &Options{u: u, v: u.Query(), read: map[string]bool{}}
+	o := &Options{u: u, read: map[string]bool{}}
+	var err error
+	if o.v, err = url.ParseQuery(u.RawQuery); err != nil {
+		// What does parse is kept, so that the errors name every problem.
+		o.errs = append(o.errs, errors.New("the query does not parse: a % not followed by two hex digits, or a ; (the query is not shown: it may hold credentials)"))
+	}
+	return o
 }
 
 // String returns option name, or def when it is absent.
@@ -51,6 +59,58 @@ func (o *Options) String(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// Endpoint returns option name as a service's base URL: http or https, a
+// host, and no user info, query or fragment. Credentials belong where the
+// backend takes them, not in a URL that errors and logs repeat.
+func (o *Options) Endpoint(name string) string {
+	s := o.String(name, "")
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		o.errs = append(o.errs, fmt.Errorf("option %s: want http(s)://HOST[:PORT][/PATH] with no user info or query (the value is not shown: it may hold credentials)", name))
+		return ""
+	}
+	return s
+}
+
+// File returns the content of the file named by option name, nil when the
+// option is absent. A failure names the option, not the path, so that a
+// credential pasted in its place is not repeated.
+func (o *Options) File(name string) []byte {
+	p := o.String(name, "")
+	if p == "" {
+		return nil
+	}
+	b, err := readBounded(p, maxOptionFile)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if err != nil {
+		o.errs = append(o.errs, fmt.Errorf("option %s: cannot read the file: %w", name, err))
+		return nil
+	}
+	return b
+}
+
+// maxOptionFile bounds a file an option names (a CA bundle is a few KiB).
+const maxOptionFile = 4 << 20
+
+func readBounded(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, err
 }
 
 // Bool returns option name as a boolean (true/false/1/0/yes/no).
@@ -64,7 +124,7 @@ func (o *Options) Bool(name string, def bool) bool {
 	case "0", "false", "no", "off":
 		return false
 	}
-	o.errs = append(o.errs, fmt.Errorf("option %s=%q: want true or false", name, s))
+	o.errs = append(o.errs, fmt.Errorf("option %s: want true or false", name))
 	return def
 }
 
@@ -76,7 +136,7 @@ func (o *Options) Int(name string, def, lo, hi int) int {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < lo || n > hi {
-		o.errs = append(o.errs, fmt.Errorf("option %s=%q: want an integer from %d to %d", name, s, lo, hi))
+		o.errs = append(o.errs, fmt.Errorf("option %s: want an integer from %d to %d", name, lo, hi))
 		return def
 	}
 	return n
@@ -91,7 +151,7 @@ func (o *Options) Size(name string, def, lo, hi int64) int64 {
 	}
 	n, err := parseSize(s)
 	if err != nil || n < lo || n > hi {
-		o.errs = append(o.errs, fmt.Errorf("option %s=%q: want a size from %d to %d bytes (e.g. 16MiB)", name, s, lo, hi))
+		o.errs = append(o.errs, fmt.Errorf("option %s: want a size from %d to %d bytes (e.g. 16MiB)", name, lo, hi))
 		return def
 	}
 	return n
@@ -116,11 +176,17 @@ func parseSize(s string) (int64, error) {
 // Err reports malformed options and options no backend code asked for.
 func (o *Options) Err() error {
 	errs := o.errs
-	var unknown []string
-	for name := range o.v {
+	var unknown, twice []string
+	for name, vals := range o.v {
 		if !o.read[name] {
 			unknown = append(unknown, name)
+		} else if len(vals) > 1 {
+			twice = append(twice, name)
 		}
+	}
+	if len(twice) > 0 {
+		sort.Strings(twice)
+		errs = append(errs, fmt.Errorf("option %s given more than once: give each once", strings.Join(twice, ", ")))
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
@@ -129,12 +195,16 @@ func (o *Options) Err() error {
 			known = append(known, name)
 		}
 		sort.Strings(known)
-		errs = append(errs, fmt.Errorf("unknown option %s (%s:// knows %s)", strings.Join(unknown, ", "), o.u.Scheme, strings.Join(known, ", ")))
+		knows := "takes no options"
+		if len(known) > 0 {
+			knows = "knows " + strings.Join(known, ", ")
+		}
+		errs = append(errs, fmt.Errorf("unknown option %s (%s:// %s)", optionNames(unknown), o.u.Scheme, knows))
 	}
 	if len(errs) == 0 {
 		return nil
 	}
-	return &Error{Op: "open", Store: Redact((&url.URL{Scheme: o.u.Scheme, Host: o.u.Host, Path: o.u.Path}).String()), Err: errors.Join(errs...)}
+	return &Error{Op: "open", Store: RedactURL(o.u), Err: errors.Join(errs...)}
 }
 
 // Prefix is a store's key prefix inside its bucket or container: empty, or

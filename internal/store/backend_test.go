@@ -29,8 +29,14 @@ func TestOptions(t *testing.T) {
 	o = NewOptions(u)
 	o.Int("n", 1, 0, 10)
 	o.Size("part_size", 0, 0, 1<<30)
-	if err := o.Err(); err == nil || !strings.Contains(err.Error(), "option n=") || !strings.Contains(err.Error(), "option part_size=") {
-		t.Errorf("Err = %v, want both bad values named", err)
+	if err := o.Err(); err == nil || !strings.Contains(err.Error(), "option n:") || !strings.Contains(err.Error(), "option part_size:") {
+		t.Errorf("Err = %v, want both bad options named", err)
+	}
+	u, _ = url.Parse("s3://b/p?n=1&n=2")
+	o = NewOptions(u)
+	o.Int("n", 1, 0, 10)
+	if err := o.Err(); err == nil || !strings.Contains(err.Error(), "option n given more than once") {
+		t.Errorf("Err = %v, want the repeated option refused", err)
 	}
 }
 

@@ -45,7 +45,7 @@ func Open(ctx context.Context, raw string) (Store, error) {
 	open, ok := openers[u.Scheme]
 	mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("store %q: unknown scheme %q (supported: %s)", Redact(raw), u.Scheme, strings.Join(Schemes(), ", "))
+		return nil, fmt.Errorf("store %s: unknown scheme %q (supported: %s)", RedactURL(u), u.Scheme, strings.Join(Schemes(), ", "))
 	}
 	return open(ctx, u)
 }
@@ -60,8 +60,11 @@ func ParseURL(raw string) (*url.URL, error) {
 		return &url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}, nil
 	}
 	u, err := url.Parse(raw)
+	if err == nil && !validHost(u.Host) {
+		err = errBadHost
+	}
 	if err != nil {
-		return nil, fmt.Errorf("store URL %q: %w", Redact(raw), err)
+		return nil, parseError(raw, err)
 	}
 	return u, nil
 }
@@ -76,16 +79,6 @@ func Schemes() []string {
 	}
 	sort.Strings(s)
 	return s
-}
-
-// Redact removes credentials from a URL for messages and logs.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = nil
-	return u.String()
 }
 
 // CompareAndSwap is Swap made safe against retried writes: a conditional

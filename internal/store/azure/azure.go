@@ -65,7 +65,7 @@ func Open(ctx context.Context, u *url.URL, getenv func(string) string) (*Store, 
 	}
 	o := store.NewOptions(u)
 	account := o.String("account", getenv("AZURE_STORAGE_ACCOUNT"))
-	endpoint := o.String("endpoint", "")
+	endpoint := o.Endpoint("endpoint")
 	s := &Store{
 		name:        name,
 		containerID: cont,

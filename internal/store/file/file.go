@@ -29,12 +29,11 @@ import (
 func init() {
 	store.Register("file", func(_ context.Context, u *url.URL) (store.Store, error) {
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("store %s: file URLs need an absolute path (file:///path), got host %q", u, u.Host)
+			return nil, fmt.Errorf("store %s: file URLs need an absolute path (file:///path), got host %q", store.RedactURL(u), u.Host)
 		}
-		if u.RawQuery != "" {
-			// Like the object stores' unknown options: a typo must not be ignored.
-			where := (&url.URL{Scheme: u.Scheme, Path: u.Path}).String()
-			return nil, &store.Error{Op: "open", Store: where, Err: fmt.Errorf("unknown option in %q: file:// stores take no options", "?"+u.RawQuery)}
+		// Like the object stores' unknown options: a typo must not be ignored.
+		if err := store.NewOptions(u).Err(); err != nil {
+			return nil, err
 		}
 		return Open(filepath.FromSlash(u.Path))
 	})

@@ -55,7 +55,7 @@ func Open(ctx context.Context, u *url.URL, opts ...option.ClientOption) (*Store,
 		return nil, err
 	}
 	o := store.NewOptions(u)
-	endpoint := o.String("endpoint", "")
+	endpoint := o.Endpoint("endpoint")
 	s := &Store{
 		name:     name,
 		bucketID: bucket,

@@ -14,7 +14,6 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -57,7 +56,7 @@ func Open(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	o := store.NewOptions(u)
 	secure := o.Bool("secure", true)
-	caFile := o.String("ca_file", "")
+	caPEM := o.File("ca_file")
 	pathStyle := o.Bool("path_style", true)
 	s := &Store{
 		bucket:      bucket,
@@ -83,21 +82,17 @@ func Open(ctx context.Context, u *url.URL) (*Store, error) {
 	if opts.Creds == nil {
 		return nil, fail(errors.New("no credentials: set " + creds))
 	}
-	if caFile != "" {
+	if caPEM != nil {
 		tr, err := minio.DefaultTransport(secure)
 		if err != nil {
 			return nil, fail(err)
-		}
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fail(fmt.Errorf("option ca_file: %w", err))
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
 		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fail(fmt.Errorf("option ca_file: no PEM certificate in %s", caFile))
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, fail(errors.New("option ca_file: the file holds no PEM certificate"))
 		}
 		tr.TLSClientConfig.RootCAs = pool
 		opts.Transport = tr

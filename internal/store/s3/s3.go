@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -71,11 +70,11 @@ func Open(ctx context.Context, u *url.URL, optFns ...func(*config.LoadOptions) e
 		return nil, err
 	}
 	o := store.NewOptions(u)
-	endpoint := o.String("endpoint", "")
+	endpoint := o.Endpoint("endpoint")
 	region := o.String("region", "")
 	pathStyle := o.Bool("path_style", endpoint != "")
 	profile := o.String("profile", "")
-	caFile := o.String("ca_file", "")
+	caPEM := o.File("ca_file")
 	s := &Store{
 		bucket:      bucket,
 		prefix:      prefix,
@@ -97,7 +96,7 @@ func Open(ctx context.Context, u *url.URL, optFns ...func(*config.LoadOptions) e
 	fail := func(err error) error { return &store.Error{Op: "open", Store: name, Err: err} }
 	switch {
 	case s.sse != "" && !slices.Contains(s.sse.Values(), s.sse):
-		return nil, fail(fmt.Errorf("option sse=%q: want one of %v", s.sse, s.sse.Values()))
+		return nil, fail(fmt.Errorf("option sse: want one of %v", s.sse.Values()))
 	case s.kmsKeyID != nil && !strings.HasPrefix(string(s.sse), "aws:kms"):
 		return nil, fail(errors.New("option kms_key_id needs sse=aws:kms"))
 	}
@@ -124,12 +123,8 @@ func Open(ctx context.Context, u *url.URL, optFns ...func(*config.LoadOptions) e
 	if profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(profile))
 	}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fail(fmt.Errorf("option ca_file: %w", err))
-		}
-		opts = append(opts, config.WithCustomCABundle(bytes.NewReader(pem)))
+	if caPEM != nil {
+		opts = append(opts, config.WithCustomCABundle(bytes.NewReader(caPEM)))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, append(opts, optFns...)...)
 	if err != nil {
