@@ -35,6 +35,16 @@ func (r *Retention) policy() retention.Policy {
 }
 
 func (r *Retention) validate() error {
+	for _, k := range []struct {
+		flag string
+		n    int
+	}{{"--keep-last/HOMESNAP_KEEP_LAST", r.KeepLast}, {"--keep-hourly/HOMESNAP_KEEP_HOURLY", r.KeepHourly},
+		{"--keep-daily/HOMESNAP_KEEP_DAILY", r.KeepDaily}, {"--keep-weekly/HOMESNAP_KEEP_WEEKLY", r.KeepWeekly},
+		{"--keep-monthly/HOMESNAP_KEEP_MONTHLY", r.KeepMonthly}} {
+		if k.n < 0 {
+			return usageError{fmt.Errorf("%s %d: want 0 (no such rule) or more", k.flag, k.n)}
+		}
+	}
 	if err := r.policy().Validate(); err != nil {
 		return usageError{err}
 	}
@@ -69,6 +79,11 @@ func (c *pruneConfig) validate() error {
 		return err
 	}
 	if err := c.Retention.validate(); err != nil {
+		return err
+	}
+	// Prune needs no key, but one given broken (a Secret shared with the
+	// restore) is a mistake to report, not to pass over.
+	if _, err := c.AgeIdentity.identities(); err != nil {
 		return err
 	}
 	return positive("--lease-ttl/HOMESNAP_LEASE_TTL", c.LeaseTTL)

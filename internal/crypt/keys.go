@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,7 +27,7 @@ import (
 func ParseRecipients(r io.Reader, name string) ([]age.Recipient, error) {
 	rs, err := age.ParseRecipients(r)
 	if err != nil {
-		return nil, fmt.Errorf("age recipients %s: %v (one age1... public key per line, as `age-keygen -y` prints)", name, err)
+		return nil, fmt.Errorf("age recipients %s: %s (one age1... public key per line, as `age-keygen -y` prints)", name, unquote(err))
 	}
 	for _, x := range rs {
 		if _, ok := x.(fmt.Stringer); !ok {
@@ -42,7 +43,7 @@ func ParseRecipients(r io.Reader, name string) ([]age.Recipient, error) {
 func ParseIdentities(r io.Reader, name string) ([]age.Identity, error) {
 	ids, err := age.ParseIdentities(r)
 	if err != nil {
-		return nil, fmt.Errorf("age identities %s: %v (AGE-SECRET-KEY-1... lines, as `age-keygen` writes them)", name, err)
+		return nil, fmt.Errorf("age identities %s: %s (AGE-SECRET-KEY-1... lines, as `age-keygen` writes them)", name, unquote(err))
 	}
 	for _, id := range ids {
 		if recipientOf(id) == nil {
@@ -50,6 +51,15 @@ func ParseIdentities(r io.Reader, name string) ([]age.Identity, error) {
 		}
 	}
 	return ids, nil
+}
+
+// quoted is what age's parse errors quote from the file: the malformed
+// line, which may be a secret key put in the wrong file.
+var quoted = regexp.MustCompile(`"[^"]*"|'[^']*'`)
+
+// unquote is err's message without what it quotes from the key file.
+func unquote(err error) string {
+	return quoted.ReplaceAllString(err.Error(), "(not shown)")
 }
 
 // Fingerprint names a recipient without giving its key away.
