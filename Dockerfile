@@ -16,7 +16,9 @@
 # builds the same final stage from Dockerfile.release with buildah;
 # examples/image_test.go holds the two final stages equal.
 
-ARG GO_VERSION=1.26
+# go.mod's go line: go1.26.8's standard library has reachable vulnerabilities,
+# and an older image refuses to build (README: Toolchain).
+ARG GO_VERSION=1.26.10
 # The release the examples deploy (ghcr.io/homesnap/homesnap:VERSION).
 ARG VERSION=0.1.0
 

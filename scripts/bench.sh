@@ -44,6 +44,7 @@
 # (unless HOMESNAP_BENCH_BIN is set):
 #   apt-get install -y restic zstd time
 set -euo pipefail
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 
 usage() { sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { printf 'bench: %s\n' "$*" >&2; exit 1; }

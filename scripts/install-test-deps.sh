@@ -5,6 +5,7 @@
 # module proxy / npm. Idempotent: anything
 # already installed is kept. Binaries go to $HOMESNAP_TOOLS/bin.
 set -euo pipefail
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 
 TOOLS=${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}
 BIN=$TOOLS/bin

@@ -5,6 +5,7 @@
 # directory and checks that content, modes, mtimes and symlinks match.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 demo=${1:-/tmp/homesnap-demo}
 rm -rf "$demo" && mkdir -p "$demo/store"
 go build -o bin/ ./cmd/snapshot ./cmd/restore ./cmd/genhome

@@ -10,6 +10,7 @@
 # Servers from a previous run are stopped first. Tools come from
 # scripts/install-test-deps.sh. Stop them with scripts/stop-servers.sh.
 set -euo pipefail
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}

@@ -5,6 +5,7 @@
 # when a server is missing, because HOMESNAP_TEST_SERVERS=1 is set here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 
 bash scripts/install-test-deps.sh
 export PATH="${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}/bin:$PATH"

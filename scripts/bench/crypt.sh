@@ -17,6 +17,7 @@
 # HOMESNAP_BENCH_BIN (prebuilt snapshot, restore, genhome). Needs age-keygen
 # and GNU time.
 set -euo pipefail
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 PRESET=${1:-medium}
 RUNS=${2:-3}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -16,6 +16,7 @@
 # HOMESNAP_BENCH_BIN (prebuilt snapshot and genhome: compare releases by
 # pointing it at each one's binaries).
 set -euo pipefail
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 PRESET=${1:-medium}
 ROUNDS=${2:-3}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -10,6 +10,7 @@
 # a closer look, e.g. `go run ./scripts/bench/storestat DIR/store`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 PRESET=${1:-medium} ROUNDS=${2:-100} KEEP=${3:-24}
 work=$(mktemp -d /tmp/homesnap-retention.XXXXXX)
 if [ "${HOMESNAP_BENCH_KEEP:-}" = 1 ]; then

@@ -18,6 +18,7 @@
 # generated home (kept and reused) and the working stores (removed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 PRESET=${1:-million}
 BENCH=${HOMESNAP_BENCH_DIR:-/tmp/homesnap-scale}
 [[ $BENCH = /* && $BENCH != / ]] || { echo "HOMESNAP_BENCH_DIR must be an absolute path other than /" >&2; exit 2; }
