@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/homesnap/homesnap/internal/archive"
@@ -34,5 +36,32 @@ func TestExitCodes(t *testing.T) {
 		if got := exitCode(c.err); got != c.want {
 			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
 		}
+	}
+}
+
+// TestReportSaysWhy: an error marked as already logged is still printed
+// when no error line was logged (a wrong mark, or a log level that hides
+// errors), and printed only once when one was.
+func TestReportSaysWhy(t *testing.T) {
+	before := loggedErrors.Load()
+	var out bytes.Buffer
+	err := reported{usageError{errors.New("age identities key.txt: malformed")}}
+	if code := report(err, &out); code != ExitUsage || !strings.Contains(out.String(), "age identities key.txt: malformed") {
+		t.Errorf("nothing logged: exit %d, printed %q; want 2 and the cause", code, out.String())
+	}
+	c := &Common{LogLevel: "error", LogFormat: "json"}
+	var logs bytes.Buffer
+	log, lerr := newLogger(c, &logs)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	log.Warn().Msg("a warning is not the cause")
+	if loggedErrors.Load() != before {
+		t.Errorf("a warning counted as an error line")
+	}
+	log.Error().Err(err).Msg("restore failed")
+	out.Reset()
+	if code := report(err, &out); code != ExitUsage || out.Len() != 0 {
+		t.Errorf("logged: exit %d, printed %q; want 2 and nothing more", code, out.String())
 	}
 }

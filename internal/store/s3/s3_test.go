@@ -77,10 +77,13 @@ func TestBadOptions(t *testing.T) {
 	for query, want := range map[string]string{
 		"?part_sise=8MiB":            "unknown option part_sise",
 		"?part_size=1MiB":            "option part_size",
-		"?sse=AES":                   `option sse="AES"`,
+		"?sse=AES":                   "option sse: want one of",
 		"?kms_key_id=k":              "kms_key_id needs sse=aws:kms",
 		"?list_page_size=5000":       "option list_page_size",
 		"?path_style=maybe&region=x": "option path_style",
+		"?endpoint=127.0.0.1:7070":   "option endpoint: want http(s)://HOST",
+		"?region=a&region=b":         "option region given more than once",
+		"?ca_file=/nonexistent":      "option ca_file: cannot read the file: no such file",
 	} {
 		_, err := store.Open(t.Context(), "s3://bucket/prefix"+query)
 		if err == nil || !strings.Contains(err.Error(), want) {
