@@ -40,7 +40,7 @@ func (r *Retention) validate() error {
 		n    int
 	}{{"--keep-last/HOMESNAP_KEEP_LAST", r.KeepLast}, {"--keep-hourly/HOMESNAP_KEEP_HOURLY", r.KeepHourly},
 		{"--keep-daily/HOMESNAP_KEEP_DAILY", r.KeepDaily}, {"--keep-weekly/HOMESNAP_KEEP_WEEKLY", r.KeepWeekly},
-		{"--keep-monthly/HOMESNAP_KEEP_MONTHLY", r.KeepMonthly}} {
+		{"--keep-monthly/HOMESNAP_KEEP_MONTHLY", r.KeepMonthly}, {"--keep-on-demand/HOMESNAP_KEEP_ON_DEMAND", r.KeepOnDemand}} {
 		if k.n < 0 {
 			return usageError{fmt.Errorf("%s %d: want 0 (no such rule) or more", k.flag, k.n)}
 		}

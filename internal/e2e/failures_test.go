@@ -83,6 +83,8 @@ func TestEveryFailureSaysWhy(t *testing.T) {
 	malformedIdentity := write("malformed-identity.txt", badKey, 0o600)
 	malformedRecipients := write("malformed-recipients.txt", "age1"+strings.ToLower(c.new("a malformed recipient"))+"\n", 0o644)
 	secretAsRecipient := write("secret-as-recipient.txt", "AGE-SECRET-KEY-1"+c.new("a secret key in the recipients file")+"\n", 0o644)
+	shortToken := c.new("a short trigger token")[:12]
+	c[shortToken] = "a short trigger token"
 	garbage := write("garbage.txt", c.new("a key file of garbage")+"\n", 0o600)
 	empty := write("empty.txt", "", 0o600)
 	missing, dir := p("no-such-file"), p("a-directory")
@@ -171,6 +173,9 @@ func TestEveryFailureSaysWhy(t *testing.T) {
 		{"prune, store missing", "prune", cat(st(missing), []string{"--keep-last", "1"}), nil, missing, 0},
 		{"prune, no store", "prune", []string{"--keep-last", "1"}, nil, "HOMESNAP_STORE", 0},
 		{"prune, --keep-last", "prune", cat(st(plain), []string{"--keep-last", "-2"}), nil, "--keep-last", 0},
+		{"prune, HOMESNAP_KEEP_ON_DEMAND", "prune", cat(st(plain), []string{"--keep-last", "1"}), []string{"HOMESNAP_KEEP_ON_DEMAND=-1"}, "HOMESNAP_KEEP_ON_DEMAND", 0},
+		{"snapshot, --trigger-token-file missing", "snapshot", cat(h, st(plain), []string{"--listen", "127.0.0.1:0", "--trigger-token-file", missing}), nil, missing, 0},
+		{"snapshot, trigger token too short", "snapshot", cat(h, st(plain), []string{"--listen", "127.0.0.1:0"}), []string{"HOMESNAP_TRIGGER_TOKEN=" + shortToken}, "HOMESNAP_TRIGGER_TOKEN", 0},
 		{"prune, --prune-delay", "prune", cat(st(plain), []string{"--prune-delay", "0s"}), nil, "prune-delay", 0},
 		{"prune, HOMESNAP_KEEP_DAILY", "prune", cat(st(plain)), []string{"HOMESNAP_KEEP_DAILY=seven"}, "HOMESNAP_KEEP_DAILY", 0},
 	}
