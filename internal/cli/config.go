@@ -49,15 +49,15 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 	fs.SetOutput(io.Discard)
 	var help []string
 	bind(fs, reflect.ValueOf(cfg).Elem(), &help)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags (each also set by its environment variable; a flag wins):\n", name, about)
-		for _, h := range help {
-			fmt.Fprintln(stderr, h)
-		}
-	}
+	// A mistake gets the one line that names it, not the whole help.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, errHelp // Parse printed the usage
+			fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags (each also set by its environment variable; a flag wins):\n", name, about)
+			for _, h := range help {
+				fmt.Fprintln(stderr, h)
+			}
+			return nil, errHelp
 		}
 		return nil, usageError{fmt.Errorf("%w (see %s --help)", err, name)}
 	}

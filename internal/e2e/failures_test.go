@@ -37,7 +37,7 @@ func causeLines(stderr string) []string {
 // TestEveryFailureSaysWhy runs every command over bad inputs: missing,
 // malformed, empty, unreadable and wrong key files, bad store URLs of
 // every scheme, an unreadable home, bad flag and variable values. Each
-// must exit non-zero with a line naming the cause, and print no key.
+// must exit non-zero with one line naming the cause, and print no key.
 func TestEveryFailureSaysWhy(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a command as uid 1000 over an unreadable home")
@@ -219,8 +219,10 @@ func TestEveryFailureSaysWhy(t *testing.T) {
 				t.Errorf("exit %d and no line says why:\n%s", ee.ExitCode(), tail(out, 2000))
 			case !named:
 				t.Errorf("exit %d, and no line names %q:\n%s", ee.ExitCode(), k.want, strings.Join(lines, "\n"))
+			case len(lines) > 1:
+				t.Errorf("exit %d: %d lines where one that names the cause will do:\n%s", ee.ExitCode(), len(lines), tail(strings.Join(lines, "\n"), 2000))
 			default:
-				t.Logf("exit %d: %s", ee.ExitCode(), lines[len(lines)-1])
+				t.Logf("exit %d, %d line(s): %s", ee.ExitCode(), len(lines), strings.Join(lines, " | "))
 			}
 		})
 	}
