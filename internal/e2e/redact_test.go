@@ -214,9 +214,10 @@ func TestNoCredentialInAnyOutput(t *testing.T) {
 }
 
 // TestNoCredentialInOutputOnRealServers runs the user info and fragment
-// variants, which leave the URL valid, against the real test servers: the
-// commands go all the way (s3://, gs:// and azblob:// ignore user info) and
-// print the store's name in their logs.
+// variants, which leave the URL valid, against the real test servers: with
+// a fragment the commands go all the way and print the store's name in
+// their logs; minio:// sends the user info as its keys, which the server
+// rejects; the others refuse user info.
 func TestNoCredentialInOutputOnRealServers(t *testing.T) {
 	c := canaries{}
 	prefix, home := storetest.Prefix(t), t.TempDir()

@@ -62,6 +62,10 @@ func TestPrefixAndKeys(t *testing.T) {
 	if b, p, name, err := BucketURL(u, "bucket"); b != "bucket" || p != "a/b/" || name != "gs://bucket/a/b" || err != nil {
 		t.Errorf("BucketURL = %q %q %q %v", b, p, name, err)
 	}
+	u, _ = url.Parse("s3://AKIA:" + secret + "@bucket/p")
+	if _, _, _, err := BucketURL(u, "bucket"); err == nil || !strings.Contains(err.Error(), "user info") || strings.Contains(err.Error(), secret) {
+		t.Errorf("BucketURL with user info: %v, want a refusal that does not show it", err)
+	}
 }
 
 func TestFail(t *testing.T) {
