@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,11 +83,21 @@ func formsAt(c canaries, endpoint, dir string) []storeForm {
 		"AWS_SESSION_TOKEN=" + c.new("AWS_SESSION_TOKEN"), "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
 		"MINIO_ACCESS_KEY=minio", "MINIO_SECRET_KEY=" + c.new("MINIO_SECRET_KEY")}
 	azKey := c.new("AZURE_STORAGE_KEY")
+	// A service account key whose private key the client fails to parse,
+	// and whose token endpoint is the server under test.
+	sa := filepath.Join(dir, "service-account.json")
+	key := fmt.Sprintf(`{"type":"service_account","project_id":"p","private_key_id":%q,"private_key":"-----BEGIN PRIVATE KEY-----\n%s\n-----END PRIVATE KEY-----\n","client_email":"a@p.iam.gserviceaccount.com","client_id":"1","token_uri":%q}`,
+		c.new("GOOGLE_APPLICATION_CREDENTIALS private_key_id"), c.new("GOOGLE_APPLICATION_CREDENTIALS private_key"), endpoint+"/token")
+	if err := os.WriteFile(sa, []byte(key), 0o600); err != nil {
+		panic(err)
+	}
 	return []storeForm{
 		{"file", "file://" + dir + "/store", nil},
 		{"s3", "s3://bucket/p?endpoint=" + ep + "&path_style=true&max_attempts=1", awsEnv},
 		{"minio", "minio://" + host + "/bucket/p?secure=false&max_attempts=1", awsEnv},
 		{"gs", "gs://bucket/p?max_attempts=1", []string{"STORAGE_EMULATOR_HOST=" + host}},
+		{"gs service account", "gs://bucket/p?max_attempts=1&endpoint=" + url.QueryEscape(endpoint+"/storage/v1/"),
+			[]string{"STORAGE_EMULATOR_HOST=", "GOOGLE_APPLICATION_CREDENTIALS=" + sa}},
 		{"azblob", "azblob://container/p?endpoint=" + url.QueryEscape(endpoint+"/acct") + "&max_attempts=1",
 			[]string{"AZURE_STORAGE_ACCOUNT=acct", "AZURE_STORAGE_KEY=" + azKey, "AZURE_STORAGE_CONNECTION_STRING="}},
 		{"azblob connection string", "azblob://container/p?max_attempts=1",
