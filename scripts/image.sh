@@ -11,6 +11,7 @@
 # the Dockerfile's ARG VERSION and REVISION to the checkout's commit. The
 # image name is printed on standard output.
 set -euo pipefail
+export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
