@@ -17,12 +17,12 @@ var ErrRollback = errors.New("the head was rolled back")
 
 // RollbackError names the head and the newer snapshot that proves it old.
 type RollbackError struct {
-	Store         string
-	Head          string
-	HeadSeq       int64
-	Newer         string
-	NewerSeq      int64
-	NewerParent   string
+	Store       string
+	Head        string
+	HeadSeq     int64
+	Newer       string
+	NewerSeq    int64
+	NewerParent string
 }
 
 func (e *RollbackError) Error() string {

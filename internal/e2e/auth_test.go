@@ -430,4 +430,3 @@ func TestUpgradeToAuthenticated(t *testing.T) {
 		})
 	}
 }
-
