@@ -58,19 +58,18 @@ const MinKeyBytes = 32
 var ErrBadKey = errors.New("unusable authentication key")
 
 // ParseKeyFile reads a key file: at least 32 random bytes, raw or as hex
-// (`openssl rand -hex 32`, `head -c 32 /dev/urandom`). A trailing newline
-// is ignored. name is for messages; the content never is.
+// (`openssl rand -hex 32`, `head -c 32 /dev/urandom`); white space around
+// hex is ignored. name is for messages; the content never is.
 func ParseKeyFile(data []byte, name string) (Key, error) {
+	// Text of hex digits is hex (random raw bytes never are), so that 32
+	// hex digits count as the 16 bytes they hold.
 	material := data
-	if t := bytes.TrimSpace(data); len(t) >= 2*MinKeyBytes && len(t)%2 == 0 {
-		if b, err := hex.DecodeString(string(t)); err == nil {
-			material = b
-		}
+	if b, err := hex.DecodeString(string(bytes.TrimSpace(data))); err == nil {
+		material = b
 	}
-	if len(bytes.TrimRight(material, "\r\n")) < MinKeyBytes {
+	if len(material) < MinKeyBytes {
 		return Key{}, fmt.Errorf("%w %s: it holds less than %d bytes of secret (generate one with `openssl rand -hex 32 > FILE`)", ErrBadKey, name, MinKeyBytes)
 	}
-	material = bytes.TrimRight(material, "\r\n")
 	id, err := hkdf.Key(sha256.New, material, nil, idLabel, 8)
 	if err != nil {
 		panic(err)
