@@ -132,11 +132,12 @@ func describe(encryption string) string {
 //
 // In an encrypted store, a plain snapshot is refused (ErrPlaintext) when
 // identities were given or the store is authenticated, unless
-// k.AllowPlaintext. What a snapshot claims is read beneath the
-// authentication (auth.Unwrap), so that a planted plain head is named as
-// such; the store returned reads through it and verifies everything.
+// k.AllowPlaintext. What the marker and the snapshot claim is read beneath
+// the authentication (auth.Unwrap), so that a planted plain head or a wrong
+// identity is named as such; the store returned reads through it and
+// verifies everything, the marker and the head included.
 func ForRestore(ctx context.Context, st store.Store, k Keys, snapshot string) (*Setup, error) {
-	m, _, err := repo.LoadMarker(ctx, st)
+	m, _, err := repo.LoadMarker(ctx, auth.Unwrap(st))
 	if err != nil || m == nil {
 		return &Setup{Store: st}, err // an empty store or none: the restore says which
 	}

@@ -3,6 +3,7 @@ package crypt
 import (
 	"bytes"
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -81,7 +82,15 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	from := Wrap(st, nil, k.Identities, m.Recipients)
 	to := Wrap(tagged, k.Recipients, nil, fps)
 	check := Wrap(tagged, nil, fresh, fps)
+	// Objects from before authentication stay untagged: tagging them now
+	// would vouch for what nobody checked.
+	raw := auth.Unwrap(st)
+	rawFrom, rawTo, rawCheck := Wrap(raw, nil, k.Identities, m.Recipients), Wrap(raw, k.Recipients, nil, fps), Wrap(raw, nil, fresh, fps)
 	for _, key := range keys {
+		from, to, check := from, to, check
+		if _, _, err := raw.Load(ctx, repo.ManifestMACKey(key)); errors.Is(err, store.ErrNotExist) && tagged != st {
+			from, to, check = rawFrom, rawTo, rawCheck
+		}
 		n, err := reencryptOne(ctx, from, to, check, key)
 		if err != nil {
 			return res, fmt.Errorf("re-encrypt %s: %w; the objects before it are done and those after it untouched: fix the cause and run again", from.name(key), err)
@@ -117,6 +126,10 @@ func retag(ctx context.Context, from, to store.Store) error {
 	}
 	for _, key := range keys {
 		data, _, err := from.Load(ctx, key)
+		var ae *auth.Error
+		if errors.As(err, &ae) && ae.Untagged {
+			continue // from before authentication: left as it is
+		}
 		if err != nil {
 			return fmt.Errorf("re-tag %s: %w; run again", repo.Name(from, key), err)
 		}
