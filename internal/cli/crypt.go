@@ -317,7 +317,15 @@ func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, log z
 	// Without a key, an authenticated store is refused: its records
 	// would be rewritten untagged.
 	keyed := len(ids) > 0 || a.AuthKeyFile != "" || a.AuthKey != ""
-	ast, _, err := authenticated(ctx, a, ids, st, keyed, log)
+	ast, tagged, err := authenticated(ctx, a, ids, st, keyed, log)
+	if err == nil && !tagged && !a.AllowUnauthenticated {
+		if m, _, merr := repo.LoadMarker(ctx, st); merr != nil {
+			err = merr
+		} else if m != nil && m.Authenticated {
+			err = &auth.Error{Object: repo.Name(st, repo.MarkerKey), Err: auth.ErrUnauthenticated,
+				Detail: "the store is authenticated and prune rewrites records: give it the age identity (--age-identity-file) or the auth key (--auth-key-file / HOMESNAP_AUTH_KEY_FILE)"}
+		}
+	}
 	if err != nil {
 		err = authError(err)
 		log.Error().Err(err).Str("store", st.String()).Msg("refused")
