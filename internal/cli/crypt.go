@@ -308,8 +308,9 @@ func headStore(ctx context.Context, a *AgeSnapshot, st store.Store) (store.Store
 }
 
 // maintenanceStore is what prune reads and rewrites records through: a
-// reparented record is tagged again when a key is given.
-func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, log zerolog.Logger) (store.Store, error) {
+// reparented record is tagged again, so an authenticated store needs a key
+// unless nothing is written (dryRun).
+func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, dryRun bool, log zerolog.Logger) (store.Store, error) {
 	ids, err := a.identities()
 	if err != nil {
 		return nil, err
@@ -318,7 +319,7 @@ func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, log z
 	// would be rewritten untagged.
 	keyed := len(ids) > 0 || a.AuthKeyFile != "" || a.AuthKey != ""
 	ast, tagged, err := authenticated(ctx, a, ids, st, keyed, log)
-	if err == nil && !tagged && !a.AllowUnauthenticated {
+	if err == nil && !tagged && !a.AllowUnauthenticated && !dryRun {
 		if m, _, merr := repo.LoadMarker(ctx, st); merr != nil {
 			err = merr
 		} else if m != nil && m.Authenticated {
