@@ -430,3 +430,80 @@ func TestUpgradeToAuthenticated(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthenticatedMaintenance: everything that rewrites heads, records
+// or manifests keeps them tagged: an import onto the head, consolidation,
+// prune (which reparents records) and repack after each snapshot, and the
+// prune command. restore --verify, which reads every record and manifest
+// layer of the history through the authentication, then finds nothing
+// untagged, and every such object in the bucket carries its tags.
+func TestAuthenticatedMaintenance(t *testing.T) {
+	storeDir := t.TempDir()
+	keyFile := filepath.Join(t.TempDir(), "auth.key")
+	os.WriteFile(keyFile, bytes.Repeat([]byte{0x5a}, 32), 0o600) // raw bytes
+	env := []string{"HOMESNAP_STORE=" + storeDir, "HOMESNAP_AUTH_KEY_FILE=" + keyFile, "HOMESNAP_LOG_FORMAT=json",
+		"HOMESNAP_REPACK_GRACE=0", "HOMESNAP_CONSOLIDATE_MAX_ARCHIVES=2"}
+	home := buildHome(t, "", 0)
+	for k := range 4 {
+		writeRandom(t, home, fmt.Sprintf("jobs/test/builds/%d/log", 10+k), 300<<10)
+	}
+	consolidated, repacked := false, false
+	for round := range 6 {
+		if round > 0 {
+			writeRandom(t, home, fmt.Sprintf("jobs/test/builds/%d/log", 10+round%4), 300<<10)
+		}
+		args := []string{"--once", "--keep-last", "3", "--home", home}
+		if round >= 4 { // consolidation runs where repack does not
+			args = append(args, "--repack=false")
+		}
+		r := run(t, "snapshot", env, args...)
+		ok(t, r)
+		consolidated = consolidated || strings.Contains(r.stderr, "consolidated: the head points into fewer archives")
+		repacked = repacked || strings.Contains(r.stderr, "repacked: the kept snapshots point into the new archive")
+	}
+	if !repacked {
+		t.Error("no snapshot repacked")
+	}
+	if !consolidated {
+		t.Error("no snapshot consolidated")
+	}
+	ok(t, run(t, "snapshot", env, "--import", operatorBackup(t, operatorHome(t)), "--import-onto-head"))
+	writeRandom(t, home, "jobs/test/builds/10/log", 300<<10)
+	ok(t, run(t, "snapshot", env, "--once", "--home", home, "--accept-key-change")) // the import held no secrets/
+	ok(t, run(t, "prune", env, "--keep-last", "2"))
+	if r := run(t, "prune", env[:1], "--keep-last", "1"); r.code != exitUnauthenticated || !strings.Contains(r.stderr, "--auth-key-file") {
+		t.Fatalf("prune of an authenticated store without the key: exit %d\n%s", r.code, tail(r.stderr, 2000))
+	}
+	r := run(t, "restore", env, "--verify")
+	if r.code != 0 || strings.Contains(r.stderr, `"level":"warn"`) {
+		t.Fatalf("verify after maintenance: exit %d\n%s", r.code, tail(r.stderr, 3000))
+	}
+	if l := list(t, storeDir, nil); len(l.ids) != 2 {
+		t.Fatalf("the store keeps %d snapshots, want 2", len(l.ids))
+	}
+	entries, _ := os.ReadDir(filepath.Join(storeDir, "snapshots"))
+	tagged := map[string]bool{}
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".mac.json"); ok {
+			tagged[id] = true
+		}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".json.zst"):
+			if !tagged[strings.TrimSuffix(name, ".json.zst")] {
+				t.Errorf("manifest %s has no tags", name)
+			}
+		case strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".mac.json"):
+			if data, _ := os.ReadFile(filepath.Join(storeDir, "snapshots", name)); !bytes.Contains(data, []byte(`"macs":{`)) {
+				t.Errorf("record %s has no tags: %s", name, data)
+			}
+		}
+	}
+	for _, k := range []string{repo.HeadKey, repo.MarkerKey} {
+		if data, _ := os.ReadFile(filepath.Join(storeDir, k)); !bytes.Contains(data, []byte(`"macs":{`)) {
+			t.Errorf("%s has no tags: %s", k, data)
+		}
+	}
+}
