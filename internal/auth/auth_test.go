@@ -130,10 +130,18 @@ func TestJSONObjects(t *testing.T) {
 	// lets both through, and each is reported.
 	var warned []error
 	warn := func(err error) { warned = append(warned, err) }
-	legacy := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k1}, Legacy: true, Warn: warn})
-	put(repo.HeadKey, []byte(`{"snapshot":"`+id3+`"}`))
+	fresh := newStore(t) // a store from before authentication
+	legacy := auth.Wrap(fresh, auth.Options{Keys: []auth.Key{k1}, Legacy: true, Warn: warn})
+	fresh.Put(ctx, repo.HeadKey, strings.NewReader(`{"snapshot":"`+id3+`"}`))
+	fresh.Put(ctx, repo.RecordKey(id3), strings.NewReader(`{"id":"`+id3+`"}`))
 	if _, _, err := legacy.Load(ctx, repo.HeadKey); err != nil || len(warned) != 1 {
 		t.Errorf("legacy, untagged: %v, %d warnings", err, len(warned))
+	}
+	// Once the store holds a tagged record, an untagged head is planted.
+	legacy = auth.Wrap(inner, auth.Options{Keys: []auth.Key{k1}, Legacy: true, Warn: warn})
+	put(repo.HeadKey, []byte(`{"snapshot":"`+id3+`"}`))
+	if _, _, err := legacy.Load(ctx, repo.HeadKey); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), id2) {
+		t.Errorf("legacy, untagged head in a store with a tagged record: %v", err)
 	}
 	put(repo.HeadKey, bytes.Replace(stored, []byte(id1), []byte(id3), 1))
 	if _, _, err := legacy.Load(ctx, repo.HeadKey); !errors.Is(err, auth.ErrForged) {

@@ -182,7 +182,7 @@ func (s *Store) pass(err error, manifest bool) error {
 	return err
 }
 
-func (s *Store) verifyJSON(key string, stored []byte) ([]byte, error) {
+func (s *Store) verifyJSON(ctx context.Context, key string, stored []byte) ([]byte, error) {
 	data, tags := split(stored)
 	err := s.check(key, tags, func(k Key) []byte {
 		h := k.mac()
@@ -190,10 +190,55 @@ func (s *Store) verifyJSON(key string, stored []byte) ([]byte, error) {
 		h.Write(data)
 		return h.Sum(nil)
 	})
+	var ae *Error
+	if s.o.Legacy && !s.o.Allow && key == repo.HeadKey && errors.As(err, &ae) && ae.Untagged {
+		// An untagged head is the upgrade's, unless the store already
+		// holds a tagged record: then someone put it there to make the
+		// next snapshot start the commit count anew.
+		if id, serr := s.taggedRecord(ctx); serr != nil {
+			return nil, serr
+		} else if id != "" {
+			ae.Detail = "it carries no tag, and the store holds the authenticated record of snapshot " + id + ": someone with write access to the bucket replaced it"
+			return nil, ae
+		}
+	}
 	if err := s.pass(err, false); err != nil {
 		return nil, err
 	}
 	return data, nil
+}
+
+// taggedRecord returns the ID of a record that verifies, if any.
+func (s *Store) taggedRecord(ctx context.Context) (string, error) {
+	var ids []string
+	err := s.inner.List(ctx, "snapshots/", func(o store.Object) error {
+		if repo.IsRecordKey(o.Key) {
+			ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json"))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, id := range slices.Backward(ids) { // the newest first: tagged ones are newer
+		data, _, err := s.inner.Load(ctx, repo.RecordKey(id))
+		if errors.Is(err, store.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		d, tags := split(data)
+		if len(tags) > 0 && s.check(repo.RecordKey(id), tags, func(k Key) []byte {
+			h := k.mac()
+			domain(h, repo.RecordKey(id))
+			h.Write(d)
+			return h.Sum(nil)
+		}) == nil {
+			return id, nil
+		}
+	}
+	return "", nil
 }
 
 func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
@@ -203,7 +248,7 @@ func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, er
 	}
 	switch {
 	case isJSON(key):
-		data, err = s.verifyJSON(key, data)
+		data, err = s.verifyJSON(ctx, key, data)
 	case repo.IsManifestKey(key):
 		err = s.verifyBytes(ctx, key, data)
 	}

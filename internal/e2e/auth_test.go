@@ -215,6 +215,13 @@ func testAuthenticatedStore(t *testing.T, b authBackend, encrypted bool) {
 		t.Fatal(err)
 	}
 	snap := func() string { return ok(t, run(t, "snapshot", env, "--once", "--home", home, "--timeout", "2m")) }
+	// The sidecar does not build on a planted head either.
+	snapRefused := func(t *testing.T) {
+		t.Helper()
+		if r := run(t, "snapshot", env, "--once", "--home", home, "--timeout", "2m"); r.code != exitUnauthenticated {
+			t.Fatalf("snapshot over a planted head: exit %d, want %d\n%s", r.code, exitUnauthenticated, tail(r.stderr, 2000))
+		}
+	}
 	id1 := snap()
 	head1 := bk.load(repo.HeadKey)
 	testhome.Change(t, home)
@@ -247,6 +254,7 @@ func testAuthenticatedStore(t *testing.T, b authBackend, encrypted bool) {
 			defer bk.reset(good)
 			bk.plant(attackerStore(t))
 			refused(t, env, exitPlaintext, "is not encrypted")
+			snapRefused(t)
 			var h repo.Head
 			json.Unmarshal(bk.load(repo.HeadKey), &h)
 			refused(t, env, exitPlaintext, "is not encrypted", "--snapshot", h.Snapshot)
@@ -275,6 +283,7 @@ func testAuthenticatedStore(t *testing.T, b authBackend, encrypted bool) {
 			defer bk.reset(good)
 			bk.plant(attackerStore(t))
 			refused(t, env, exitUnauthenticated, "is not authenticated")
+			snapRefused(t)
 			got := loudly(t, env, "UNAUTHENTICATED")
 			if _, err := os.Stat(filepath.Join(got, "nodes/evil/config.xml")); err != nil {
 				t.Fatalf("the override did not restore the planted snapshot: %v", err)
