@@ -86,8 +86,7 @@ func authenticated(ctx context.Context, a *AgeIdentity, ids []age.Identity, st s
 		if err != nil || m == nil || !m.Authenticated || m.Encryption != "" {
 			return st, false, err
 		}
-		err = &auth.Error{Object: repo.Name(st, repo.MarkerKey), Err: auth.ErrUnauthenticated,
-			Detail: "the store is authenticated and this command holds no key to check it: give the age identity (--age-identity-file) or the auth key (--auth-key-file / HOMESNAP_AUTH_KEY_FILE)"}
+		err = noKeyError{st.String(), "nothing it reads could be checked"}
 		if !a.AllowUnauthenticated {
 			return nil, false, err
 		}
@@ -177,8 +176,13 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 		return nil, err
 	}
 	st, tagged, err := authenticated(ctx, &a.AgeIdentity, k.Identities, st, true, log)
+	if err == nil && !tagged {
+		err = needKey(ctx, &a.AgeIdentity, st, "snapshots written without it would be refused by every restore")
+	}
 	if err != nil {
-		return nil, err
+		err = authError(err)
+		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
+		return nil, reported{err}
 	}
 	setup, err := crypt.ForSnapshot(ctx, st, k)
 	if err == nil && tagged {
@@ -319,13 +323,8 @@ func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, dryRu
 	// would be rewritten untagged.
 	keyed := len(ids) > 0 || a.AuthKeyFile != "" || a.AuthKey != ""
 	ast, tagged, err := authenticated(ctx, a, ids, st, keyed, log)
-	if err == nil && !tagged && !a.AllowUnauthenticated && !dryRun {
-		if m, _, merr := repo.LoadMarker(ctx, st); merr != nil {
-			err = merr
-		} else if m != nil && m.Authenticated {
-			err = &auth.Error{Object: repo.Name(st, repo.MarkerKey), Err: auth.ErrUnauthenticated,
-				Detail: "the store is authenticated and prune rewrites records: give it the age identity (--age-identity-file) or the auth key (--auth-key-file / HOMESNAP_AUTH_KEY_FILE)"}
-		}
+	if err == nil && !tagged && !dryRun {
+		err = needKey(ctx, a, st, "prune rewrites records")
 	}
 	if err != nil {
 		err = authError(err)
@@ -334,3 +333,24 @@ func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, dryRu
 	}
 	return ast, nil
 }
+
+// needKey refuses a command that writes to an authenticated plain store
+// without a key (why says what would go wrong), unless overridden; an
+// encrypted store refuses it for lack of an identity.
+func needKey(ctx context.Context, a *AgeIdentity, st store.Store, why string) error {
+	m, _, err := repo.LoadMarker(ctx, st)
+	if err != nil || m == nil || !m.Authenticated || m.Encryption != "" || a.AllowUnauthenticated {
+		return err
+	}
+	return noKeyError{st.String(), why}
+}
+
+// noKeyError: the store's marker says it is authenticated and the command
+// holds no key; it counts as unauthenticated (exit status).
+type noKeyError struct{ store, why string }
+
+func (e noKeyError) Error() string {
+	return fmt.Sprintf("%s is authenticated and this command holds no key (%s): give it the age identity (--age-identity-file) or the auth key (--auth-key-file / HOMESNAP_AUTH_KEY_FILE)", e.store, e.why)
+}
+
+func (e noKeyError) Unwrap() error { return auth.ErrUnauthenticated }

@@ -480,8 +480,11 @@ func TestAuthenticatedMaintenance(t *testing.T) {
 	writeRandom(t, home, "jobs/test/builds/10/log", 300<<10)
 	ok(t, run(t, "snapshot", env, "--once", "--home", home, "--accept-key-change")) // the import held no secrets/
 	ok(t, run(t, "prune", env, "--keep-last", "2"))
-	if r := run(t, "prune", env[:1], "--keep-last", "1"); r.code != exitUnauthenticated || !strings.Contains(r.stderr, "--auth-key-file") {
-		t.Fatalf("prune of an authenticated store without the key: exit %d\n%s", r.code, tail(r.stderr, 2000))
+	// Without the key, nothing writes to the store or restores from it.
+	for _, args := range [][]string{{"prune", "--keep-last", "1"}, {"snapshot", "--once", "--home", home, "--force"}, {"restore", "--home", t.TempDir()}} {
+		if r := run(t, args[0], env[:1], args[1:]...); r.code != exitUnauthenticated || !strings.Contains(r.stderr, "--auth-key-file") {
+			t.Fatalf("%v on an authenticated store without the key: exit %d\n%s", args, r.code, tail(r.stderr, 2000))
+		}
 	}
 	r := run(t, "restore", env, "--verify")
 	if r.code != 0 || strings.Contains(r.stderr, `"level":"warn"`) {
