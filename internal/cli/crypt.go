@@ -163,7 +163,7 @@ func keySource(file, content, variable string) (io.ReadCloser, string, error) {
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, "", usageError{fmt.Errorf("age key file: %v", err)}
+		return nil, "", usageError{fmt.Errorf("key file: %v", err)}
 	}
 	return f, file, nil
 }
