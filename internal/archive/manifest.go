@@ -314,6 +314,14 @@ func (m *ManifestReader) Next() (*Entry, error) {
 		if lines != m.n || m.Header.Base == "" && t.End.Entries != m.n {
 			return nil, fmt.Errorf("%w manifest: trailer counts %d lines, read %d", ErrCorrupt, lines, m.n)
 		}
+		// Nothing may follow the trailer, and reading on to the end lets
+		// a verifying source (internal/auth) check the whole object.
+		if _, err := m.br.ReadByte(); err != io.EOF || m.src.err != nil {
+			if m.src.err != nil {
+				return nil, fmt.Errorf("read manifest after its trailer: %w", m.src.err)
+			}
+			return nil, fmt.Errorf("%w manifest: data after the trailer", ErrCorrupt)
+		}
 		m.Totals = t.End
 		return nil, io.EOF
 	}

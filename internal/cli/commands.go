@@ -155,7 +155,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	opts := engine.SnapshotOptions{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
-		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients}
+		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients, Authenticated: enc.Authenticated}
 	// The agent-key guard reads the head's manifest: only a snapshot that
 	// is about to replace the head needs it.
 	opts.BeforeCommit = func(ctx context.Context) error {

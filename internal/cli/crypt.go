@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"filippo.io/age"
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/crypt"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -23,6 +26,82 @@ import (
 type AgeIdentity struct {
 	IdentityFile string `envconfig:"HOMESNAP_AGE_IDENTITY_FILE" flag:"age-identity-file" desc:"age identity file (age-keygen output) to decrypt an encrypted store"`
 	Identity     string `envconfig:"HOMESNAP_AGE_IDENTITY" desc:"the identity file's content, for a Secret mapped to a variable"`
+	StoreAuth
+}
+
+// StoreAuth is the key that authenticates a plain store's metadata (an
+// encrypted store's comes from the age identities), and the override.
+type StoreAuth struct {
+	AuthKeyFile          string `envconfig:"HOMESNAP_AUTH_KEY_FILE" flag:"auth-key-file" desc:"file holding 32+ random bytes (raw or hex, e.g. openssl rand -hex 32): authenticate a plain store's snapshots with it (an encrypted store uses the age identity)"`
+	AuthKey              string `envconfig:"HOMESNAP_AUTH_KEY" desc:"the auth key file's content, for a Secret mapped to a variable"`
+	AllowUnauthenticated bool   `envconfig:"HOMESNAP_ALLOW_UNAUTHENTICATED" flag:"allow-unauthenticated" desc:"read snapshots that are not authenticated, fail authentication, are plain in an encrypted store or older than the store's newest (upgrades, pre-upgrade snapshots); each is logged as a warning"`
+}
+
+// allowHint is what every authentication refusal tells the admin.
+const allowHint = "if you trust the store (the snapshots predate authentication, or you restored the bucket from a backup yourself), pass --allow-unauthenticated (HOMESNAP_ALLOW_UNAUTHENTICATED=true) once; otherwise someone with write access to the bucket changed it: keep the objects for inspection"
+
+// authKeys returns the keys the command authenticates with: one per age
+// identity, and the auth key file's.
+func (a *AgeIdentity) authKeys(ids []age.Identity) ([]auth.Key, error) {
+	keys := crypt.AuthKeys(ids)
+	r, name, err := keySource(a.AuthKeyFile, a.AuthKey, "HOMESNAP_AUTH_KEY")
+	if r == nil || err != nil {
+		return keys, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, 1<<16))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("auth key %s: %v", name, err)}
+	}
+	k, err := auth.ParseKeyFile(data, name)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return append(keys, k), nil
+}
+
+// authenticated wraps st so that what is read is verified and what is
+// written is tagged. legacy lets a snapshot read the untagged head of a
+// store from before authentication (it then takes a full snapshot).
+// Without a key, a store whose marker says it is authenticated is
+// refused, unless overridden.
+func authenticated(ctx context.Context, a *AgeIdentity, ids []age.Identity, st store.Store, legacy bool, log zerolog.Logger) (store.Store, bool, error) {
+	keys, err := a.authKeys(ids)
+	if err != nil {
+		return nil, false, err
+	}
+	warn := func(err error) {
+		log.Warn().Err(err).Bool("allow_unauthenticated", a.AllowUnauthenticated).Msg("READING AN UNAUTHENTICATED OBJECT: it may have been written by anyone with write access to the bucket")
+	}
+	if a.AllowUnauthenticated {
+		log.Warn().Str("store", st.String()).Msg("--allow-unauthenticated: objects that fail authentication are read anyway, each with a warning")
+	}
+	if len(keys) == 0 {
+		if legacy {
+			return st, false, nil
+		}
+		// An encrypted store refuses a reader without an identity anyway,
+		// naming the recipients it needs.
+		m, _, err := repo.LoadMarker(ctx, st)
+		if err != nil || m == nil || !m.Authenticated || m.Encryption != "" {
+			return st, false, err
+		}
+		err = noKeyError{st.String(), "nothing it reads could be checked"}
+		if !a.AllowUnauthenticated {
+			return nil, false, err
+		}
+		warn(err)
+		return st, false, nil
+	}
+	return auth.Wrap(st, auth.Options{Keys: keys, Allow: a.AllowUnauthenticated, Legacy: legacy, Warn: warn}), true, nil
+}
+
+// authError adds the override to an authentication refusal.
+func authError(err error) error {
+	if errors.Is(err, auth.ErrUnauthenticated) || errors.Is(err, auth.ErrForged) || errors.Is(err, auth.ErrRollback) || errors.Is(err, crypt.ErrPlaintext) {
+		return fmt.Errorf("%w; %s", err, allowHint)
+	}
+	return err
 }
 
 // AgeSnapshot is the snapshot's age settings: what to encrypt to, and the
@@ -84,7 +163,7 @@ func keySource(file, content, variable string) (io.ReadCloser, string, error) {
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, "", usageError{fmt.Errorf("age key file: %v", err)}
+		return nil, "", usageError{fmt.Errorf("key file: %v", err)}
 	}
 	return f, file, nil
 }
@@ -96,7 +175,25 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 	if err != nil {
 		return nil, err
 	}
+	st, tagged, err := authenticated(ctx, &a.AgeIdentity, k.Identities, st, true, log)
+	if err == nil && !tagged {
+		err = needKey(ctx, &a.AgeIdentity, st, "snapshots written without it would be refused by every restore")
+	}
+	if err != nil {
+		err = authError(err)
+		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
+		return nil, reported{err}
+	}
 	setup, err := crypt.ForSnapshot(ctx, st, k)
+	if err == nil && tagged {
+		// Marked before the first tagged snapshot commits: a reader holding
+		// a key refuses untagged snapshots anyway, and one holding none
+		// must learn that it needs one.
+		if err = repo.MarkAuthenticated(ctx, st); err == nil {
+			setup.Authenticated = true
+			log.Info().Strs("auth_keys", st.(*auth.Store).KeyIDs()).Msg("snapshots are authenticated")
+		}
+	}
 	if err != nil {
 		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
 		return nil, reported{err}
@@ -112,21 +209,61 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 
 // restoreStore returns what a restore of snapshot reads through; a missing
 // or wrong identity fails here, before the home is touched.
-func restoreStore(ctx context.Context, a *AgeIdentity, st store.Store, snapshot string, log zerolog.Logger) (*crypt.Setup, error) {
+// The store is authenticated first (see authenticated); a restore of the
+// head also checks that the head was not rolled back.
+func restoreStore(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot string, log zerolog.Logger) (*crypt.Setup, error) {
+	fail := func(err error) (*crypt.Setup, error) {
+		err = authError(err)
+		log.Error().Err(err).Str("store", raw.String()).Msg("restore failed; nothing was changed in the home")
+		return nil, reported{err}
+	}
 	ids, err := a.identities()
 	if err != nil {
 		log.Error().Err(err).Msg("cannot read the age identity; nothing was changed in the home")
 		return nil, reported{err}
 	}
-	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids}, snapshot)
+	st, tagged, err := authenticated(ctx, a, ids, raw, false, log)
 	if err != nil {
-		log.Error().Err(err).Str("store", st.String()).Msg("restore failed; nothing was changed in the home")
-		return nil, err
+		return fail(err)
+	}
+	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: a.AllowUnauthenticated}, snapshot)
+	if err != nil {
+		return fail(err)
 	}
 	if setup.Note != "" {
 		log.Warn().Str("store", st.String()).Msg(setup.Note)
 	}
+	if tagged {
+		// The snapshot's record is read only after the home changed (for
+		// its mark): check it before.
+		if snapshot == "" {
+			err = checkRollback(ctx, a, st, log)
+		} else if repo.CheckID(snapshot) == nil {
+			_, err = repo.LoadRecord(ctx, st, snapshot)
+		}
+		if err != nil && !errors.Is(err, store.ErrNotExist) {
+			return fail(err)
+		}
+	}
+	setup.Authenticated = tagged
 	return setup, nil
+}
+
+// checkRollback verifies the head and its record, and refuses a head that
+// the store's authenticated records prove old (auth.CheckRollback), or
+// warns when overridden.
+func checkRollback(ctx context.Context, a *AgeIdentity, st store.Store, log zerolog.Logger) error {
+	head, _, err := repo.LoadHead(ctx, st)
+	if err == nil && head != nil {
+		if _, err = repo.LoadRecord(ctx, st, head.Snapshot); err == nil {
+			err = auth.CheckRollback(ctx, st, head)
+		}
+	}
+	if err != nil && a.AllowUnauthenticated && errors.Is(err, auth.ErrRollback) {
+		log.Warn().Err(err).Msg("READING A HEAD OLDER THAN THE STORE'S NEWEST SNAPSHOT, as --allow-unauthenticated says")
+		return nil
+	}
+	return err
 }
 
 // reencrypt rewrites every snapshot for the recipients (key rotation).
@@ -138,7 +275,13 @@ func reencrypt(ctx context.Context, a *AgeSnapshot, st store.Store, log zerolog.
 	if a.RecipientsFile == "" && a.Recipients == "" {
 		return usageError{fmt.Errorf("--age-reencrypt needs the new recipients: --age-recipients-file or HOMESNAP_AGE_RECIPIENTS_FILE")}
 	}
-	res, err := crypt.Reencrypt(ctx, st, k, func(key string) { log.Debug().Str("object", key).Msg("re-encrypted") })
+	ast, _, err := authenticated(ctx, &a.AgeIdentity, k.Identities, st, false, log)
+	if err != nil {
+		err = authError(err)
+		log.Error().Err(err).Str("store", st.String()).Msg("re-encryption refused")
+		return reported{err}
+	}
+	res, err := crypt.Reencrypt(ctx, ast, k, func(key string) { log.Debug().Str("object", key).Msg("re-encrypted") })
 	if err != nil {
 		done := 0
 		if res != nil {
@@ -160,9 +303,55 @@ func headStore(ctx context.Context, a *AgeSnapshot, st store.Store) (store.Store
 	if err != nil {
 		return nil, err
 	}
-	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids}, "")
+	// The agent-key guard compares keys only: a migration's first
+	// encrypted snapshot reads the plain head it replaces.
+	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: true}, "")
 	if err != nil {
 		return nil, err
 	}
 	return setup.Store, nil
 }
+
+// maintenanceStore is what prune reads and rewrites records through: a
+// reparented record is tagged again, so an authenticated store needs a key
+// unless nothing is written (dryRun).
+func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, dryRun bool, log zerolog.Logger) (store.Store, error) {
+	ids, err := a.identities()
+	if err != nil {
+		return nil, err
+	}
+	// Without a key, an authenticated store is refused: its records
+	// would be rewritten untagged.
+	keyed := len(ids) > 0 || a.AuthKeyFile != "" || a.AuthKey != ""
+	ast, tagged, err := authenticated(ctx, a, ids, st, keyed, log)
+	if err == nil && !tagged && !dryRun {
+		err = needKey(ctx, a, st, "prune rewrites records")
+	}
+	if err != nil {
+		err = authError(err)
+		log.Error().Err(err).Str("store", st.String()).Msg("refused")
+		return nil, reported{err}
+	}
+	return ast, nil
+}
+
+// needKey refuses a command that writes to an authenticated plain store
+// without a key (why says what would go wrong), unless overridden; an
+// encrypted store refuses it for lack of an identity.
+func needKey(ctx context.Context, a *AgeIdentity, st store.Store, why string) error {
+	m, _, err := repo.LoadMarker(ctx, st)
+	if err != nil || m == nil || !m.Authenticated || m.Encryption != "" || a.AllowUnauthenticated {
+		return err
+	}
+	return noKeyError{st.String(), why}
+}
+
+// noKeyError: the store's marker says it is authenticated and the command
+// holds no key; it counts as unauthenticated (exit status).
+type noKeyError struct{ store, why string }
+
+func (e noKeyError) Error() string {
+	return fmt.Sprintf("%s is authenticated and this command holds no key (%s): give it the age identity (--age-identity-file) or the auth key (--auth-key-file / HOMESNAP_AUTH_KEY_FILE)", e.store, e.why)
+}
+
+func (e noKeyError) Unwrap() error { return auth.ErrUnauthenticated }

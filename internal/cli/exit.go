@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/auth"
+	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
@@ -24,6 +26,13 @@ const (
 	ExitNoSnapshot = 4 // the store has no snapshot (or none at --at) and --allow-empty was not given
 	ExitStore      = 5 // the store is unreachable, denies access, timed out, or is not a usable homesnap store
 	ExitCorrupt    = 6 // a snapshot in the store is damaged: missing or corrupt objects
+
+	// Authentication refusals (internal/auth), each overridden by
+	// --allow-unauthenticated.
+	ExitUnauthenticated = 10 // an object carries no tag of the keys given, or the store is authenticated and no key was given
+	ExitForged          = 11 // an object's tag does not match: forged or damaged
+	ExitRollback        = 12 // the head is older than a snapshot the store proves was committed after it
+	ExitPlaintext       = 13 // a plain snapshot in an age-encrypted store
 )
 
 // exitCode maps an error to its exit status: the one place that does.
@@ -39,6 +48,14 @@ func exitCode(err error) int {
 		return ExitRefused
 	case errors.Is(err, repo.ErrNoSnapshot):
 		return ExitNoSnapshot
+	case errors.Is(err, auth.ErrForged):
+		return ExitForged
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return ExitUnauthenticated
+	case errors.Is(err, auth.ErrRollback):
+		return ExitRollback
+	case errors.Is(err, crypt.ErrPlaintext):
+		return ExitPlaintext
 	case errors.Is(err, archive.ErrCorrupt):
 		return ExitCorrupt
 	case errors.As(err, &se), errors.Is(err, repo.ErrWrongStore), errors.Is(err, context.DeadlineExceeded):

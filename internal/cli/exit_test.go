@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/auth"
+	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
@@ -32,6 +34,13 @@ func TestExitCodes(t *testing.T) {
 		{wrap(fmt.Errorf("%w: marker", repo.ErrWrongStore)), ExitStore},
 		{wrap(fmt.Errorf("gave up: %w", context.DeadlineExceeded)), ExitStore},
 		{wrap(errors.New("no space left on device")), ExitFailure},
+		{wrap(&auth.Error{Object: "head.json", Err: auth.ErrUnauthenticated}), ExitUnauthenticated},
+		{wrap(noKeyError{"s3://b/p", "x"}), ExitUnauthenticated},
+		// A forged manifest read through the archive reader is also corrupt:
+		// the authentication says more.
+		{wrap(fmt.Errorf("%w manifest: %w", archive.ErrCorrupt, &auth.Error{Object: "m", Err: auth.ErrForged})), ExitForged},
+		{wrap(&auth.RollbackError{Head: "a"}), ExitRollback},
+		{wrap(fmt.Errorf("snapshot x %w", crypt.ErrPlaintext)), ExitPlaintext},
 	} {
 		if got := exitCode(c.err); got != c.want {
 			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)

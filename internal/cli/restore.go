@@ -131,6 +131,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			err = fmt.Errorf("gave up after %v (--deadline) while %s at %s: %w", limit, step, store.Redact(cfg.Store), err)
 			stepMu.Unlock()
 		}
+		err = authError(err)
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", store.Redact(cfg.Store)).Msg(msg)
 		return reported{err}
 	}

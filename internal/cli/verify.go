@@ -33,12 +33,22 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 	if err != nil {
 		return err
 	}
+	raw := st
+	st, tagged, err := authenticated(ctx, &cfg.AgeIdentity, ids, raw, false, log)
+	if err == nil && tagged && cfg.Snapshot == "" && cfg.at.IsZero() {
+		err = checkRollback(ctx, &cfg.AgeIdentity, st, log)
+	}
+	if err != nil {
+		err = authError(err)
+		log.Error().Err(err).Str("store", raw.String()).Msg("verify refused")
+		return reported{err}
+	}
 	opts := engine.VerifyOptions{
 		Store: st, Structure: cfg.VerifyStructure && !cfg.Verify, Jobs: cfg.Jobs,
 		// Each snapshot is read as the restore would read it: through age
 		// when it is encrypted (a migrated store holds both kinds).
 		Open: func(ctx context.Context, id string) (store.Store, error) {
-			setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids}, id)
+			setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: cfg.AllowUnauthenticated}, id)
 			if err != nil {
 				return nil, err
 			}

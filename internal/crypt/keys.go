@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"filippo.io/age"
+
+	"github.com/homesnap/homesnap/internal/auth"
 )
 
 // ParseRecipients reads a recipients file in age's own format (one
@@ -124,4 +126,21 @@ func list(fps []string) string {
 		return "(none recorded)"
 	}
 	return strings.Join(fps, ", ")
+}
+
+// AuthKeys derives from each identity the key that authenticates the
+// store's metadata (internal/auth), filed under its recipient's
+// fingerprint: whoever can decrypt the store can check it, and a bucket
+// writer, who holds at most the public recipients, cannot tag anything.
+func AuthKeys(ids []age.Identity) []auth.Key {
+	var keys []auth.Key
+	for _, id := range ids {
+		r := recipientOf(id)
+		secret, ok := id.(fmt.Stringer)
+		if r == nil || !ok {
+			continue
+		}
+		keys = append(keys, auth.Derive(Fingerprint(r.String()), []byte(secret.String())))
+	}
+	return keys
 }

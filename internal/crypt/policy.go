@@ -8,6 +8,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -19,6 +20,10 @@ type Keys struct {
 	Recipients []age.Recipient
 	Identities []age.Identity
 	Migrate    bool
+	// AllowPlaintext lets a restore read a plain snapshot of an
+	// encrypted store (one from before its migration to age), with a
+	// note; otherwise that is ErrPlaintext.
+	AllowPlaintext bool
 }
 
 // Setup is the store a command works through, after the checks.
@@ -30,7 +35,14 @@ type Setup struct {
 	// Note says what changed or deserves a warning, for the log; empty
 	// when nothing did.
 	Note string
+	// Authenticated: Store verifies what it reads and tags what it
+	// writes (internal/auth).
+	Authenticated bool
 }
+
+// ErrPlaintext means a snapshot of an age-encrypted store is plain: taken
+// before the store was migrated to age, or planted by a bucket writer.
+var ErrPlaintext = errors.New("is not encrypted, and the store is")
 
 // ErrMixed means a snapshot would mix plain and encrypted snapshots in one
 // store.
@@ -117,12 +129,19 @@ func describe(encryption string) string {
 // anything else happens, naming the recipients' fingerprints. A plain
 // snapshot is read as is (with a note when identities were given: a store
 // being migrated still holds plain snapshots).
+//
+// In an encrypted store, a plain snapshot is refused (ErrPlaintext) when
+// identities were given or the store is authenticated, unless
+// k.AllowPlaintext. What the marker and the snapshot claim is read beneath
+// the authentication (auth.Unwrap), so that a planted plain head or a wrong
+// identity is named as such; the store returned reads through it and
+// verifies everything, the marker and the head included.
 func ForRestore(ctx context.Context, st store.Store, k Keys, snapshot string) (*Setup, error) {
-	m, _, err := repo.LoadMarker(ctx, st)
+	m, _, err := repo.LoadMarker(ctx, auth.Unwrap(st))
 	if err != nil || m == nil {
 		return &Setup{Store: st}, err // an empty store or none: the restore says which
 	}
-	head, _, err := repo.LoadHead(ctx, st)
+	head, _, err := repo.LoadHead(ctx, auth.Unwrap(st))
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +161,13 @@ func ForRestore(ctx context.Context, st store.Store, k Keys, snapshot string) (*
 	}
 	if !encrypted {
 		setup := &Setup{Store: st}
+		if m.Encryption == repo.EncryptionAge && (len(k.Identities) > 0 || m.Authenticated) {
+			if !k.AllowPlaintext {
+				return nil, fmt.Errorf("snapshot %s of %s %w (the marker says age): taken before the store was migrated to age, or planted by someone who can write to the bucket", snapshot, st, ErrPlaintext)
+			}
+			setup.Note = fmt.Sprintf("snapshot %s is not encrypted although the store is; reading it anyway as told (it may have been planted)", snapshot)
+			return setup, nil
+		}
 		if len(k.Identities) > 0 {
 			setup.Note = fmt.Sprintf("snapshot %s is not encrypted (stored before this store was migrated to age, or the store is plain); restoring it as stored", snapshot)
 		}

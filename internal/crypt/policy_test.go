@@ -169,7 +169,7 @@ func TestMigration(t *testing.T) {
 	k.Migrate = true
 	setup, err := ForSnapshot(ctx, st, k)
 	if err != nil || setup.Note == "" {
-		t.Fatalf("migrate: %v %q", err, setup)
+		t.Fatalf("migrate: %v %+v", err, setup)
 	}
 	enc, err := snapshotWith(t, home, st, keysFor(a)) // the marker is switched: no flag needed any more
 	if err != nil {
@@ -178,12 +178,19 @@ func TestMigration(t *testing.T) {
 	if enc.Totals.NewBytes != enc.Totals.Bytes {
 		t.Fatal("the first encrypted snapshot is not full")
 	}
-	// The old plain snapshot is still restorable, with a note.
-	setup, err = ForRestore(ctx, st, keysFor(a), plain.ID)
-	if err != nil || setup.Note == "" {
-		t.Fatalf("plain snapshot in a migrated store: %v %+v", err, setup)
+	// The old plain snapshot is refused by a restore holding the
+	// identity (a bucket writer could have planted it), and restorable
+	// with a note when the admin allows it.
+	if _, err := ForRestore(ctx, st, keysFor(a), plain.ID); !errors.Is(err, ErrPlaintext) {
+		t.Fatalf("plain snapshot in a migrated store: %v, want ErrPlaintext", err)
 	}
-	if err := restoreWith(t, t.TempDir(), st, keysFor(a), plain.ID); err != nil {
+	allow := keysFor(a)
+	allow.AllowPlaintext = true
+	setup, err = ForRestore(ctx, st, allow, plain.ID)
+	if err != nil || setup.Note == "" {
+		t.Fatalf("plain snapshot in a migrated store, allowed: %v %+v", err, setup)
+	}
+	if err := restoreWith(t, t.TempDir(), st, allow, plain.ID); err != nil {
 		t.Fatal(err)
 	}
 }

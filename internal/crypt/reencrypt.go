@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -70,10 +72,25 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 			return nil, err
 		}
 	}
+	// In an authenticated store (st an auth.Store) everything is read with
+	// the old keys and tagged anew with the new recipients' keys only, so
+	// that a restore holding just the new identity verifies it all.
+	tagged := st
+	if _, ok := st.(*auth.Store); ok {
+		tagged = auth.Wrap(auth.Unwrap(st), auth.Options{Keys: AuthKeys(fresh)})
+	}
 	from := Wrap(st, nil, k.Identities, m.Recipients)
-	to := Wrap(st, k.Recipients, nil, fps)
-	check := Wrap(st, nil, fresh, fps)
+	to := Wrap(tagged, k.Recipients, nil, fps)
+	check := Wrap(tagged, nil, fresh, fps)
+	// Objects from before authentication stay untagged: tagging them now
+	// would vouch for what nobody checked.
+	raw := auth.Unwrap(st)
+	rawFrom, rawTo, rawCheck := Wrap(raw, nil, k.Identities, m.Recipients), Wrap(raw, k.Recipients, nil, fps), Wrap(raw, nil, fresh, fps)
 	for _, key := range keys {
+		from, to, check := from, to, check
+		if _, _, err := raw.Load(ctx, repo.ManifestMACKey(key)); errors.Is(err, store.ErrNotExist) && tagged != st {
+			from, to, check = rawFrom, rawTo, rawCheck
+		}
 		n, err := reencryptOne(ctx, from, to, check, key)
 		if err != nil {
 			return res, fmt.Errorf("re-encrypt %s: %w; the objects before it are done and those after it untouched: fix the cause and run again", from.name(key), err)
@@ -84,10 +101,43 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 			progress(key)
 		}
 	}
-	if err := recordRecipients(ctx, st, head, fps); err != nil {
+	if tagged != st {
+		if err := retag(ctx, st, tagged); err != nil {
+			return res, err
+		}
+	}
+	if err := recordRecipients(ctx, st, tagged, head, fps); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// retag reads every record through from (verified) and writes it back
+// through to (tagged with the new keys).
+func retag(ctx context.Context, from, to store.Store) error {
+	var keys []string
+	if err := from.List(ctx, "snapshots/", func(o store.Object) error {
+		if repo.IsRecordKey(o.Key) {
+			keys = append(keys, o.Key)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, key := range keys {
+		data, _, err := from.Load(ctx, key)
+		var ae *auth.Error
+		if errors.As(err, &ae) && ae.Untagged {
+			continue // from before authentication: left as it is
+		}
+		if err != nil {
+			return fmt.Errorf("re-tag %s: %w; run again", repo.Name(from, key), err)
+		}
+		if err := to.Put(ctx, key, bytes.NewReader(data)); err != nil {
+			return fmt.Errorf("re-tag %s: %w; run again", repo.Name(from, key), err)
+		}
+	}
+	return nil
 }
 
 func reencryptOne(ctx context.Context, from, to, check *Store, key string) (int64, error) {
@@ -124,7 +174,8 @@ func (c *hashCount) Write(p []byte) (int, error) { c.n += int64(len(p)); return 
 
 // recordRecipients sets the head's and the marker's fingerprints after a
 // re-encryption, unless a snapshot was taken meanwhile.
-func recordRecipients(ctx context.Context, st store.Store, was *repo.Head, fps []string) error {
+// They are read through st and written through tagged.
+func recordRecipients(ctx context.Context, st, tagged store.Store, was *repo.Head, fps []string) error {
 	if was == nil {
 		return nil
 	}
@@ -137,7 +188,7 @@ func recordRecipients(ctx context.Context, st store.Store, was *repo.Head, fps [
 	}
 	head.Recipients = fps
 	data, _ := json.Marshal(head)
-	if _, err := store.CompareAndSwap(ctx, st, repo.HeadKey, data, v); err != nil {
+	if _, err := store.CompareAndSwap(ctx, tagged, repo.HeadKey, data, v); err != nil {
 		return fmt.Errorf("record the new recipients in %s: %w; run again", repo.Name(st, repo.HeadKey), err)
 	}
 	for range 5 {
@@ -151,10 +202,10 @@ func recordRecipients(ctx context.Context, st store.Store, was *repo.Head, fps [
 				m.Recipients, added = append(m.Recipients, fp), true
 			}
 		}
-		if !added {
+		if !added && tagged == st {
 			return nil
 		}
-		if _, err := repo.SaveMarker(ctx, st, m, mv); err == nil {
+		if _, err := repo.SaveMarker(ctx, tagged, m, mv); err == nil {
 			return nil
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -73,7 +74,10 @@ func (s *Store) name(key string) string { return repo.Name(s.inner, s.stored(key
 func (s *Store) fail(key string, err error) error {
 	var nomatch *age.NoIdentityMatchError
 	var se *store.Error
+	var ae *auth.Error
 	switch {
+	case errors.As(err, &ae):
+		return err // the stored bytes failed authentication: that says more than age would
 	case errors.As(err, &nomatch) || len(s.identities) == 0:
 		return &NoIdentityError{Object: s.name(key), Need: s.need, Have: IdentityFingerprints(s.identities)}
 	case errors.As(err, &se), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

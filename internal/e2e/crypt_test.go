@@ -271,11 +271,16 @@ func TestMigrateAndReencrypt(t *testing.T) {
 	if r := run(t, "restore", env, "--home", t.TempDir(), "--age-identity-file", oldKey); r.code != 1 || !strings.Contains(r.stderr, newFP) {
 		t.Fatalf("old key after re-encryption: exit %d, %s", r.code, r.stderr)
 	}
-	// The plain snapshot from before the migration is left as it was, and
-	// still restores (with a warning).
+	// The plain snapshot from before the migration is left as it was: a
+	// bucket writer could have planted it, so it restores only when the
+	// admin says so (with a warning).
 	r := run(t, "restore", env, "--home", t.TempDir(), "--snapshot", plain, "--age-identity-file", newKey)
-	if r.code != 0 || !strings.Contains(r.stderr, "not encrypted") {
+	if r.code != 13 || !strings.Contains(r.stderr, "not encrypted") || !strings.Contains(r.stderr, "--allow-unauthenticated") {
 		t.Fatalf("plain snapshot after migration: exit %d, %s", r.code, r.stderr)
+	}
+	r = run(t, "restore", env, "--home", t.TempDir(), "--snapshot", plain, "--age-identity-file", newKey, "--allow-unauthenticated")
+	if r.code != 0 || !strings.Contains(r.stderr, "not encrypted") {
+		t.Fatalf("plain snapshot after migration, allowed: exit %d, %s", r.code, r.stderr)
 	}
 	// The next snapshot with the new key is incremental (its parent is
 	// recorded as encrypted to it).

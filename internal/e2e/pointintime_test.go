@@ -39,6 +39,12 @@ func TestPointInTimeChecksTheChosenSnapshot(t *testing.T) {
 		t.Skip("both snapshots within a millisecond")
 	}
 
+	// A plain snapshot in an encrypted store is read only when the admin
+	// allows it (exit 13 otherwise: it could have been planted).
+	if r := run(t, "restore", env, "--check-agents", "--at", at, "--age-identity-file", key); r.code != 13 {
+		t.Fatalf("--check-agents --at of a plain snapshot in an encrypted store: exit %d, want 13\n%s", r.code, tail(r.stderr, 2000))
+	}
+	env = append(env, "HOMESNAP_ALLOW_UNAUTHENTICATED=true")
 	// (The test home's keys are broken on purpose: the check exits 1.)
 	r := run(t, "restore", env, "--check-agents", "--at", at, "--age-identity-file", key)
 	if r.code > 1 || !strings.Contains(r.stdout, "checked:     snapshot "+id1) {

@@ -88,7 +88,7 @@ func Import(ctx context.Context, o ImportOptions) (*ImportResult, error) {
 			return nil, fmt.Errorf("%w: %s has head snapshot %s (%s); importing %s would make it the newest snapshot, holding only what the archive holds. Import into an empty store (a new prefix), or pass --import-onto-head to add it on top (the current head stays in the history as its parent)",
 				ErrHeadExists, o.Store, head.Snapshot, head.Time.Format(time.RFC3339), o.Name)
 		}
-		s.parentID = head.Snapshot
+		s.parentID, s.seq = head.Snapshot, head.Seq
 	} else if err := repo.EnsureMarker(ctx, o.Store); err != nil {
 		return nil, err
 	}

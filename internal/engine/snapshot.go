@@ -52,6 +52,10 @@ type SnapshotOptions struct {
 	MaxManifestChain int
 	// Trigger says what took the snapshot (repo.Trigger*), kept in its record.
 	Trigger string
+	// Authenticated means Store tags what it writes (internal/auth): a
+	// head from before (no Seq) is not trusted, so the snapshot reads
+	// nothing from it and is a full one.
+	Authenticated bool
 
 	// rewrite, set by Consolidate, takes the parent's tree instead of the
 	// home's and copies the files of these archives into the new one.
@@ -102,9 +106,10 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 	s := &snapshotter{o: o, id: repo.NewID(start)}
 	var parent *archive.ChainReader
 	if head != nil {
-		s.parentID = head.Snapshot
+		s.parentID, s.seq = head.Snapshot, head.Seq
 	}
-	if head != nil && slices.Equal(head.Recipients, o.Recipients) {
+	trusted := head != nil && (head.Seq > 0 || !o.Authenticated || o.rewrite != nil)
+	if trusted && slices.Equal(head.Recipients, o.Recipients) {
 		if parent, err = openManifest(ctx, o.Store, head.Snapshot); err != nil {
 			return nil, err
 		}
@@ -162,6 +167,7 @@ func (s *snapshotter) markHome(id string, at time.Time) {
 // commit writes the snapshot's record, which must precede the head, and
 // moves the head to it; on failure what the snapshot stored is discarded.
 func (s *snapshotter) commit(ctx context.Context, rec *repo.Record, headVersion store.Version, start time.Time) error {
+	rec.Seq = s.seq + 1
 	if err := repo.WriteRecord(ctx, s.o.Store, rec); err != nil {
 		s.discard(ctx, err)
 		return err
@@ -175,7 +181,7 @@ func (s *snapshotter) commit(ctx context.Context, rec *repo.Record, headVersion 
 // it (an answer lost after the write was applied).
 func (s *snapshotter) moveHead(ctx context.Context, headVersion store.Version, start time.Time) error {
 	st := s.o.Store
-	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC(), Recipients: s.o.Recipients})
+	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC(), Recipients: s.o.Recipients, Seq: s.seq + 1})
 	_, err := store.CompareAndSwap(ctx, st, repo.HeadKey, data, headVersion)
 	switch {
 	case err == nil:
@@ -255,6 +261,7 @@ type snapshotter struct {
 	o        SnapshotOptions
 	id       string
 	parentID string
+	seq      int64 // the parent's Seq
 	comp     *archive.Compressor
 	written  []string // keys stored so far, removed if the snapshot is not committed
 	// What the parent and this snapshot select, for the shrink guard;

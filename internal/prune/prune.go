@@ -180,7 +180,7 @@ func MakePlan(in Inputs) *Plan {
 		switch {
 		case kind == "archive" && (referenced[id] || keepAllArchives):
 			continue // a kept snapshot points into it
-		case kind == "snapshot" && layers[id] && isManifest(o.Key):
+		case kind == "snapshot" && layers[id] && repo.IsLayerObject(o.Key):
 			continue // a kept snapshot's delta manifest applies to it
 		case dropped[id]:
 			why = "snapshot dropped by the policy (" + in.Policy.String() + ")"
@@ -236,11 +236,6 @@ func objectID(key string) (id, kind string) {
 		return id, "snapshot"
 	}
 	return "", ""
-}
-
-// isManifest tells a manifest's key (plain or encrypted) from a record's.
-func isManifest(key string) bool {
-	return strings.HasSuffix(strings.TrimSuffix(key, repo.EncryptedSuffix), ".json.zst")
 }
 
 // idTime is when a snapshot ID was made.

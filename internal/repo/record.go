@@ -45,6 +45,8 @@ type Record struct {
 	// Partial marks a record rebuilt from a manifest header (a snapshot
 	// taken before records existed): only ID, Parent, Time and Host are known.
 	Partial bool `json:"partial,omitempty"`
+	// Seq is the commit count the snapshot's head carries (see Head.Seq).
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // What took a snapshot (Record.Trigger). Retention counts on-demand

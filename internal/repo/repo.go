@@ -26,6 +26,7 @@ import (
 //	snapshots/<id>.json        records: a snapshot's summary (see Record)
 //	archives/<id>.tar.zst      archives (absent when a snapshot wrote no bytes)
 //	repacks/<id>.json          a repack's note: the archives it replaced by archives/<id>.tar.zst, and when (see RepackNote)
+//	snapshots/<id>.mac.json    in an authenticated store: the tags of the manifest's stored bytes (internal/auth)
 //
 // In an encrypted store, the objects that carry home content (manifests
 // and archives) are age files stored under their key plus
@@ -44,11 +45,48 @@ const (
 // manifests, which a version 1 homesnap cannot read and whose layers its
 // prune would delete: a store's marker moves to 2 before its first delta
 // is written (UpgradeMarker), so that such a homesnap refuses it at once.
-const FormatVersion = 2
+// Version 3 stores may be authenticated (Marker.Authenticated): a version
+// 2 homesnap would write untagged heads and prune the tags of manifest
+// layers, so the marker moves to 3 when a store is first authenticated.
+const FormatVersion = 3
 
 func ManifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
 func RecordKey(id string) string   { return "snapshots/" + id + ".json" }
 func ArchiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
+
+// IsRecordKey tells a record's key.
+func IsRecordKey(key string) bool {
+	id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".json")
+	return ok && strings.HasPrefix(key, "snapshots/") && CheckID(id) == nil
+}
+
+// IsManifestKey tells a manifest's key, plain or as stored encrypted.
+func IsManifestKey(key string) bool {
+	return manifestID(key) != ""
+}
+
+func manifestID(key string) string {
+	name, ok := strings.CutPrefix(strings.TrimSuffix(key, EncryptedSuffix), "snapshots/")
+	id, ok2 := strings.CutSuffix(name, ".json.zst")
+	if !ok || !ok2 || CheckID(id) != nil {
+		return ""
+	}
+	return id
+}
+
+// ManifestMACKey is where the tags of a manifest (a key IsManifestKey
+// accepts) live in an authenticated store.
+func ManifestMACKey(manifest string) string { return "snapshots/" + manifestID(manifest) + ".mac.json" }
+
+// IsLayerObject tells the objects a manifest layer is made of: the
+// manifest and its tags, which prune keeps or drops together.
+func IsLayerObject(key string) bool {
+	if IsManifestKey(key) {
+		return true
+	}
+	id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".mac.json")
+	return ok && CheckID(id) == nil
+}
 
 // Keys lists every object a snapshot itself may have written, for cleaning
 // up after a snapshot that was not committed.
@@ -92,6 +130,10 @@ type Marker struct {
 	// Recipients are the fingerprints of every age recipient any snapshot
 	// of this store was encrypted to, oldest first (never the keys).
 	Recipients []string `json:"recipients,omitempty"`
+	// Authenticated says every snapshot from now on is tagged with a key
+	// a bucket writer lacks (internal/auth); a reader holding no key
+	// refuses the store.
+	Authenticated bool `json:"authenticated,omitempty"`
 }
 
 // EncryptionAge is the Marker's Encryption of an age-encrypted store.
@@ -107,6 +149,12 @@ type Head struct {
 	// whose recipients differ from its parent's is a full one, so that
 	// every object it references is encrypted to the same recipients.
 	Recipients []string `json:"recipients,omitempty"`
+	// Seq counts the commits: the parent's plus one. A head without it
+	// was written before heads were authenticated, and the next snapshot
+	// does not trust its manifest (a full snapshot). An authenticated
+	// record with a higher Seq than the head proves the head was rolled
+	// back (auth.CheckRollback).
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // ErrNoSnapshot means the store holds no snapshot yet.
@@ -229,6 +277,30 @@ func UpgradeMarker(ctx context.Context, s store.Store) error {
 			return nil
 		}
 		m.Homesnap = FormatVersion
+		_, err = SaveMarker(ctx, s, m, v)
+		if err == nil || !errors.Is(err, store.ErrPrecondition) || try == 2 {
+			return err
+		}
+	}
+}
+
+// MarkAuthenticated records in the marker that the store is
+// authenticated from now on, moving it to the current format (older
+// releases would write untagged heads); a writer holding a key calls it
+// once its first tagged snapshot is committed.
+func MarkAuthenticated(ctx context.Context, s store.Store) error {
+	for try := 0; ; try++ {
+		m, v, err := LoadMarker(ctx, s)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			m = &Marker{}
+		}
+		if m.Authenticated && m.Homesnap >= FormatVersion {
+			return nil
+		}
+		m.Homesnap, m.Authenticated = FormatVersion, true
 		_, err = SaveMarker(ctx, s, m, v)
 		if err == nil || !errors.Is(err, store.ErrPrecondition) || try == 2 {
 			return err

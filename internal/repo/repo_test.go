@@ -30,10 +30,10 @@ func put(t *testing.T, s store.Store, key, data string) {
 func TestMarkerOfAnotherFormatOrGarbageIsRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ marker, want string }{
-		{`{"homesnap":3}`, "format version 3; this homesnap supports versions 1 to 2: upgrade homesnap"},
+		{`{"homesnap":4}`, "format version 4; this homesnap supports versions 1 to 3: upgrade homesnap"},
 		{`{"homesnap":"x"}`, "not a homesnap store marker"},
 		{`garbage`, `"garbage"`},
-		{`{}`, "supports format version 2"},
+		{`{}`, "supports format version 3"},
 	} {
 		s := newStore(t)
 		put(t, s, repo.MarkerKey, c.marker)

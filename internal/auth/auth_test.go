@@ -1,0 +1,265 @@
+package auth_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homesnap/homesnap/internal/auth"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/file"
+)
+
+const (
+	id1 = "20261201T100000.000Z-aaaaaa"
+	id2 = "20261201T110000.000Z-bbbbbb"
+	id3 = "20261201T120000.000Z-cccccc"
+	id4 = "20261201T130000.000Z-dddddd"
+)
+
+func newStore(t *testing.T) store.Store {
+	t.Helper()
+	s, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func key(t *testing.T, seed byte) auth.Key {
+	t.Helper()
+	k, err := auth.ParseKeyFile(bytes.Repeat([]byte{seed}, 32), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestParseKeyFile(t *testing.T) {
+	hexKey := []byte(strings.Repeat("ab", 32) + "\n")
+	raw := bytes.Repeat([]byte{0xab}, 32)
+	a, err := auth.ParseKeyFile(hexKey, "hex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := auth.ParseKeyFile(raw, "raw")
+	if err != nil || a.ID != b.ID || !strings.HasPrefix(a.ID, "key-") {
+		t.Fatalf("the same 32 bytes as hex and raw: %v %q %q", err, a.ID, b.ID)
+	}
+	for _, short := range [][]byte{[]byte(strings.Repeat("ab", 16)), bytes.Repeat([]byte{1}, 31), nil} {
+		if _, err := auth.ParseKeyFile(short, "short"); !errors.Is(err, auth.ErrBadKey) || !strings.Contains(err.Error(), "openssl rand -hex 32") {
+			t.Errorf("%d bytes: %v, want ErrBadKey saying how to make one", len(short), err)
+		}
+	}
+}
+
+// TestJSONObjects: the marker, the head and records come back as written
+// through a Store with a key, and are refused when untagged, changed,
+// moved to another key or tagged by another key only.
+func TestJSONObjects(t *testing.T) {
+	ctx := context.Background()
+	inner := newStore(t)
+	k1, k2 := key(t, 1), key(t, 2)
+	st := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k1}})
+	head := []byte(`{"snapshot":"` + id1 + `","seq":1}`)
+	if _, err := store.CompareAndSwap(ctx, st, repo.HeadKey, head, ""); err != nil {
+		t.Fatal(err)
+	}
+	// A retried write that was applied is recognised: Load gives back the
+	// writer's bytes.
+	if _, err := store.CompareAndSwap(ctx, st, repo.HeadKey, head, ""); err != nil {
+		t.Fatalf("retried CAS: %v", err)
+	}
+	got, _, err := st.Load(ctx, repo.HeadKey)
+	if err != nil || !bytes.Equal(got, head) {
+		t.Fatalf("load: %s %v", got, err)
+	}
+	stored, _, _ := inner.Load(ctx, repo.HeadKey)
+	var h struct {
+		Snapshot string            `json:"snapshot"`
+		MACs     map[string]string `json:"macs"`
+	}
+	if err := json.Unmarshal(stored, &h); err != nil || h.Snapshot != id1 || len(h.MACs[k1.ID]) != 64 {
+		t.Fatalf("stored head is not plain JSON with its tag: %s", stored)
+	}
+	// Several keys: each verifies alone.
+	both := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k1, k2}})
+	rec := []byte(`{"id":"` + id2 + `","seq":2}`)
+	if err := both.Put(ctx, repo.RecordKey(id2), bytes.NewReader(rec)); err != nil {
+		t.Fatal(err)
+	}
+	only2 := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k2}})
+	if got, _, err := only2.Load(ctx, repo.RecordKey(id2)); err != nil || !bytes.Equal(got, rec) {
+		t.Fatalf("second key: %s %v", got, err)
+	}
+	// Attacks.
+	put := func(k string, data []byte) {
+		if err := inner.Put(ctx, k, bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		key  string
+		data []byte
+		want error
+	}{
+		{"untagged", repo.HeadKey, []byte(`{"snapshot":"` + id3 + `"}`), auth.ErrUnauthenticated},
+		{"changed", repo.HeadKey, bytes.Replace(stored, []byte(id1), []byte(id3), 1), auth.ErrForged},
+		{"tag of another object", repo.RecordKey(id1), bytes.Replace(stored, []byte(id1), []byte(id1), 1), auth.ErrForged},
+		{"tags emptied", repo.HeadKey, []byte(`{"snapshot":"` + id3 + `","macs":{}}`), auth.ErrUnauthenticated},
+		{"garbage tag", repo.HeadKey, []byte(`{"snapshot":"` + id3 + `","macs":{"` + k1.ID + `":"zz"}}`), auth.ErrForged},
+	}
+	for _, c := range cases {
+		put(c.key, c.data)
+		if _, _, err := st.Load(ctx, c.key); !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%s: %v, want %v naming %s", c.name, err, c.want, c.key)
+		}
+	}
+	other := auth.Wrap(inner, auth.Options{Keys: []auth.Key{key(t, 3)}})
+	if _, _, err := other.Load(ctx, repo.RecordKey(id2)); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), k1.ID) {
+		t.Errorf("tagged by other keys: %v, want ErrUnauthenticated naming the keys", err)
+	}
+	// Legacy lets an untagged object through, never a forged one; Allow
+	// lets both through, and each is reported.
+	var warned []error
+	warn := func(err error) { warned = append(warned, err) }
+	fresh := newStore(t) // a store from before authentication
+	legacy := auth.Wrap(fresh, auth.Options{Keys: []auth.Key{k1}, Legacy: true, Warn: warn})
+	fresh.Put(ctx, repo.HeadKey, strings.NewReader(`{"snapshot":"`+id3+`"}`))
+	fresh.Put(ctx, repo.RecordKey(id3), strings.NewReader(`{"id":"`+id3+`"}`))
+	if _, _, err := legacy.Load(ctx, repo.HeadKey); err != nil || len(warned) != 1 {
+		t.Errorf("legacy, untagged: %v, %d warnings", err, len(warned))
+	}
+	// Once the store holds a tagged record, an untagged head is planted.
+	legacy = auth.Wrap(inner, auth.Options{Keys: []auth.Key{k1}, Legacy: true, Warn: warn})
+	put(repo.HeadKey, []byte(`{"snapshot":"`+id3+`"}`))
+	if _, _, err := legacy.Load(ctx, repo.HeadKey); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), id2) {
+		t.Errorf("legacy, untagged head in a store with a tagged record: %v", err)
+	}
+	put(repo.HeadKey, bytes.Replace(stored, []byte(id1), []byte(id3), 1))
+	if _, _, err := legacy.Load(ctx, repo.HeadKey); !errors.Is(err, auth.ErrForged) {
+		t.Errorf("legacy, forged: %v", err)
+	}
+	allow := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k1}, Allow: true, Warn: warn})
+	if _, _, err := allow.Load(ctx, repo.HeadKey); err != nil || len(warned) != 2 {
+		t.Errorf("allowed, forged: %v, %d warnings", err, len(warned))
+	}
+}
+
+// TestManifestLayers: a manifest's tags sit beside it, cover its stored
+// bytes under its key, are checked when the last byte is read, and go
+// with it when it is deleted.
+func TestManifestLayers(t *testing.T) {
+	ctx := context.Background()
+	inner := newStore(t)
+	k := key(t, 1)
+	st := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k}})
+	mkey := repo.ManifestKey(id1) + repo.EncryptedSuffix
+	body := bytes.Repeat([]byte("manifest bytes "), 10000)
+	if err := st.Put(ctx, mkey, bytes.NewReader(body)); err != nil {
+		t.Fatal(err)
+	}
+	tags, _, err := inner.Load(ctx, "snapshots/"+id1+".mac.json")
+	if err != nil || !bytes.Contains(tags, []byte(mkey)) {
+		t.Fatalf("tags object: %s %v", tags, err)
+	}
+	readAll := func(s store.Store, k string) ([]byte, error) {
+		rc, err := s.Get(ctx, k, 0, -1)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return io.ReadAll(rc)
+	}
+	if got, err := readAll(st, mkey); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("read back: %d bytes, %v", len(got), err)
+	}
+	if got, _, err := st.Load(ctx, mkey); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("load back: %d bytes, %v", len(got), err)
+	}
+	// Changed bytes fail at the end of the stream.
+	forged := bytes.Clone(body)
+	forged[len(forged)-1] ^= 1
+	inner.Put(ctx, mkey, bytes.NewReader(forged))
+	if _, err := readAll(st, mkey); !errors.Is(err, auth.ErrForged) {
+		t.Errorf("forged manifest: %v", err)
+	}
+	// The right bytes under another snapshot's key (its tags copied too).
+	inner.Put(ctx, mkey, bytes.NewReader(body))
+	other := repo.ManifestKey(id2) + repo.EncryptedSuffix
+	inner.Put(ctx, other, bytes.NewReader(body))
+	inner.Put(ctx, "snapshots/"+id2+".mac.json", bytes.NewReader(tags))
+	if _, err := readAll(st, other); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Errorf("manifest moved to another snapshot: %v", err)
+	}
+	// A plain manifest planted beside: its key differs from the tagged one.
+	plain := repo.ManifestKey(id1)
+	inner.Put(ctx, plain, bytes.NewReader(body))
+	if _, err := readAll(st, plain); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Errorf("plain manifest planted: %v", err)
+	}
+	// Legacy never lets an untagged manifest through.
+	legacy := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k}, Legacy: true})
+	if _, err := readAll(legacy, other); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Errorf("legacy, untagged manifest: %v", err)
+	}
+	// Ranged reads pass (an age header): nothing is restored from them.
+	if rc, err := st.Get(ctx, mkey, 0, 10); err != nil {
+		t.Errorf("ranged read: %v", err)
+	} else {
+		rc.Close()
+	}
+	if err := st.Delete(ctx, mkey); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := inner.Load(ctx, "snapshots/"+id1+".mac.json"); !errors.Is(err, store.ErrNotExist) {
+		t.Errorf("tags left after the manifest was deleted: %v", err)
+	}
+}
+
+// TestCheckRollback: records prove a head old when they were written over
+// a newer head, and an uncommitted snapshot on the head proves nothing.
+func TestCheckRollback(t *testing.T) {
+	ctx := context.Background()
+	inner := newStore(t)
+	k := key(t, 1)
+	st := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k}})
+	rec := func(s store.Store, id, parent string, seq int64) {
+		data, _ := json.Marshal(repo.Record{ID: id, Parent: parent, Seq: seq, Time: time.Now()})
+		if err := s.Put(ctx, repo.RecordKey(id), bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec(st, id1, "", 1)
+	rec(st, id2, id1, 2)
+	h1 := &repo.Head{Snapshot: id1, Seq: 1}
+	h2 := &repo.Head{Snapshot: id2, Parent: id1, Seq: 2}
+	if err := auth.CheckRollback(ctx, st, h1); err != nil {
+		t.Errorf("a snapshot on the head that may not be committed: %v", err)
+	}
+	rec(st, id3, id2, 3)
+	if err := auth.CheckRollback(ctx, st, h1); !errors.Is(err, auth.ErrRollback) || !strings.Contains(err.Error(), id3) {
+		t.Errorf("two back: %v", err)
+	}
+	if err := auth.CheckRollback(ctx, st, &repo.Head{Snapshot: id3, Parent: id2, Seq: 3}); err != nil {
+		t.Errorf("the newest head: %v", err)
+	}
+	// A lost race: another snapshot on id1 committed as id2's sibling.
+	rec(st, id4, id1, 2)
+	if err := auth.CheckRollback(ctx, st, h2); err != nil {
+		// id3 (seq 3, parent id2) was taken on h2: not proof.
+		t.Errorf("head h2 with a record on it: %v", err)
+	}
+	// Untagged records prove nothing.
+	inner.Put(ctx, repo.RecordKey(id4), strings.NewReader(`{"id":"`+id4+`","seq":99}`))
+	if err := auth.CheckRollback(ctx, st, &repo.Head{Snapshot: id3, Parent: id2, Seq: 3}); err != nil {
+		t.Errorf("a planted record: %v", err)
+	}
+}
