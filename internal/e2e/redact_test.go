@@ -122,9 +122,9 @@ func reaching(c canaries, raw string) map[string]string {
 	}
 }
 
-// refused are the variants that a store refuses at open: credentials where
+// refusedURLs are the variants that a store refuses at open: credentials where
 // an option goes, and a malformed URL with a credential in every position.
-func refused(c canaries, raw string) map[string]string {
+func refusedURLs(c canaries, raw string) map[string]string {
 	q := func(s string) string {
 		if strings.Contains(raw, "?") {
 			return raw + "&" + s
@@ -212,7 +212,7 @@ func TestNoCredentialInAnyOutput(t *testing.T) {
 			if server.name != "access denied" {
 				continue // refused before any request: one server is enough
 			}
-			for v, raw := range refused(c, f.url) {
+			for v, raw := range refusedURLs(c, f.url) {
 				what := fmt.Sprintf("%s, %s", f.name, v)
 				out := runAll(t, raw, home, f.env, false)
 				if !strings.Contains(out, "exit ") || strings.Contains(out, "exit 0\n") {
