@@ -386,10 +386,15 @@ func TestVariablesAreOnesTheBinariesRead(t *testing.T) {
 	}
 }
 
-// developerOnly names variables of the test and bench scripts and of
-// profiling runs, which --help rightly leaves out.
+// developerOnly names variables of the test, bench and vulnerability-check
+// scripts and of profiling runs, which --help rightly leaves out.
 func developerOnly(name string) bool {
-	return strings.HasPrefix(name, "HOMESNAP_TEST_") || strings.HasPrefix(name, "HOMESNAP_BENCH_") || name == "HOMESNAP_CPUPROFILE"
+	for _, p := range []string{"HOMESNAP_TEST_", "HOMESNAP_BENCH_", "HOMESNAP_AB_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return name == "HOMESNAP_CPUPROFILE" || name == "HOMESNAP_VULNDB_VERSION"
 }
 
 func TestComposeExample(t *testing.T) {
