@@ -377,6 +377,7 @@ func FromStat(rel string, st *unix.Stat_t) *archive.Entry {
 		MTime: st.Mtim.Nano(),
 		CTime: st.Ctim.Nano(),
 		Inode: st.Ino,
+		Dev:   uint64(st.Dev),
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:

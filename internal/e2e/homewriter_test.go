@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The tests of this file play the home writer of SECURITY.md: build code
+// running as the Jenkins user (uid 1000) that writes anywhere in the home
+// while homesnap, as root, snapshots or restores it.
+
+const jenkinsUID = 1000
+
+// asJenkins makes cmd run as the home writer.
+func asJenkins(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: jenkinsUID, Gid: jenkinsUID}}
+	return cmd
+}
+
+// writerWorld makes a home owned by the Jenkins user and, beside it, a
+// root-only directory standing for the homesnap container's own files.
+// It returns the home, that directory and a secret token unique to the test.
+func writerWorld(t *testing.T) (home, outside, secret string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as the Jenkins user")
+	}
+	base, err := os.MkdirTemp("", "homesnap-writer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	home, outside = filepath.Join(base, "home"), filepath.Join(base, "outside")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, jenkinsUID, jenkinsUID); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	return home, outside, "homesnap-stolen-" + hex.EncodeToString(b)
+}
+
+// writeAs writes files into the home as the Jenkins user would: with
+// parents, owned by uid 1000.
+func writeAs(t *testing.T, home string, files map[string]string) {
+	t.Helper()
+	for rel, data := range files {
+		p := filepath.Join(home, rel)
+		for d := filepath.Dir(p); d != home; d = filepath.Dir(d) {
+			defer os.Chown(d, jenkinsUID, jenkinsUID)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(p, jenkinsUID, jenkinsUID)
+	}
+}
+
+// noSecretIn fails if the secret is in any file below dir, after zstd
+// decompression of the files that are zstd (archives, manifests), or if
+// a manifest records the hash of stolenFile.
+func noSecretIn(t *testing.T, dir, secret string, stolen [][]byte) {
+	t.Helper()
+	var hashes [][]byte
+	for _, s := range stolen {
+		h := sha256.Sum256(s)
+		hashes = append(hashes, []byte(hex.EncodeToString(h[:])))
+	}
+	dec, _ := zstd.NewReader(nil)
+	defer dec.Close()
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain, err := dec.DecodeAll(data, nil); err == nil {
+			data = plain
+		}
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("%s holds the secret from outside the home", p)
+		}
+		for _, h := range hashes {
+			if bytes.Contains(data, h) {
+				t.Errorf("%s records the hash of a file from outside the home", p)
+				break
+			}
+		}
+		return nil
+	})
+}
+
+// TestSnapshotReadsOnlyWhatTheWalkSaw: while the home writer swaps a job
+// directory for a symlink to a directory outside the home (holding files
+// of the same names), snapshots read by path would archive those files.
+// No snapshot may hold their bytes, and no restore may put them into the
+// home.
+func TestSnapshotReadsOnlyWhatTheWalkSaw(t *testing.T) {
+	home, outside, secret := writerWorld(t)
+	files := map[string]string{}
+	var stolen [][]byte
+	for i := range 100 {
+		rel := fmt.Sprintf("builds/1/archive/f%03d", i)
+		files["jobs/x/"+rel] = fmt.Sprintf("inside %d\n", i)
+		s := fmt.Sprintf("%s %d\n", secret, i)
+		stolen = append(stolen, []byte(s))
+		p := filepath.Join(outside, rel)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeAs(t, home, files)
+	if err := os.Symlink(outside, filepath.Join(home, "jobs", "x.lnk")); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(filepath.Join(home, "jobs", "x.lnk"), jenkinsUID, jenkinsUID)
+
+	swapper := asJenkins(exec.Command("/bin/sh", "-c",
+		`cd "$1" && while :; do mv x x.real; mv x.lnk x; mv x x.lnk; mv x.real x; done`, "sh", filepath.Join(home, "jobs")))
+	if err := swapper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { swapper.Process.Kill(); swapper.Wait() }()
+
+	stores := t.TempDir()
+	var last string
+	for i := range 60 {
+		// A fresh store each time: every file is read, not only the changed.
+		last = filepath.Join(stores, fmt.Sprint(i))
+		os.Mkdir(last, 0o700)
+		r := run(t, "snapshot", nil, "--once", "--preset", "all", "--home", home, "--store", last)
+		if r.code != 0 && !strings.Contains(r.stderr, "nothing under") {
+			t.Fatalf("snapshot %d: exit %d\n%s", i, r.code, tail(r.stderr, 2000))
+		}
+	}
+	swapper.Process.Kill()
+	swapper.Wait()
+	noSecretIn(t, stores, secret, stolen)
+
+	restored := t.TempDir()
+	r := run(t, "restore", nil, "--preset", "all", "--home", restored, "--store", last)
+	if r.code != 0 {
+		t.Fatalf("restore: exit %d\n%s", r.code, tail(r.stderr, 2000))
+	}
+	noSecretIn(t, restored, secret, nil)
+}
