@@ -387,6 +387,35 @@ func writeTemp(dir int, name string, data []byte, perm uint32, owner *Owner) err
 	return unix.Fsync(fd)
 }
 
+// Probe creates a file named name in d, afresh, returns its metadata (its
+// ctime is the filesystem's clock now) and removes it again.
+func (d Dir) Probe(name string, st *unix.Stat_t) error {
+	err := writeTemp(int(d), name, nil, 0o600, nil)
+	if err == nil {
+		err = unix.Fstatat(int(d), name, st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	unix.Unlinkat(int(d), name, 0)
+	return err
+}
+
+// Mkdir creates the directory rel beneath d; one that exists already is
+// fine when it is a directory (not a symlink to one).
+func (d Dir) Mkdir(rel string, perm uint32) error {
+	p, name, err := d.Parent(rel)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	err = unix.Mkdirat(int(p), name, perm)
+	if errors.Is(err, unix.EEXIST) {
+		var st unix.Stat_t
+		if err = unix.Fstatat(int(p), name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			err = unix.ENOTDIR
+		}
+	}
+	return err
+}
+
 // RemoveAll removes rel and everything below it, never following a
 // symlink. Directories without write or search permission (restored modes
 // such as 0555) are made accessible first.
