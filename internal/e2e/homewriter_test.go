@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -167,4 +168,110 @@ func TestSnapshotReadsOnlyWhatTheWalkSaw(t *testing.T) {
 		t.Fatalf("restore: exit %d\n%s", r.code, tail(r.stderr, 2000))
 	}
 	noSecretIn(t, restored, secret, nil)
+}
+
+// measured runs a binary under an address-space limit (4 GiB, a safety net: a
+// reader gone unbounded fails here instead of taking the machine) and
+// returns its result and peak resident memory in MiB.
+func measured(t *testing.T, name string, args ...string) (result, int64) {
+	t.Helper()
+	cmd := command("/bin/sh", nil, append([]string{"-c", `ulimit -v 4194304 && exec "$0" "$@"`, filepath.Join(bin, name)}, args...)...)
+	cmd.Path, cmd.Args[0] = "/bin/sh", "/bin/sh"
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	cmd.Wait()
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10
+	return result{cmd.ProcessState.ExitCode(), strings.TrimSpace(out.String()), errb.String()}, rss
+}
+
+// plantLink makes rel a symlink to target, as the Jenkins user would.
+func plantLink(t *testing.T, home, rel, target string) {
+	t.Helper()
+	p := filepath.Join(home, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(p, jenkinsUID, jenkinsUID)
+}
+
+// TestAgentCheckReadsNoLinkAndNoDevice: nodes/evil/config.xml -> /dev/zero
+// in the home. The sidecar's check before its snapshot and the restore's
+// check before its commit both finish, in bounded memory, with a finding
+// naming the file; the snapshot and the restore succeed.
+func TestAgentCheckReadsNoLinkAndNoDevice(t *testing.T) {
+	home, storeDir, target := agentHome(t), t.TempDir(), filepath.Join(t.TempDir(), "target")
+	plantLink(t, home, "nodes/evil/config.xml", "/dev/zero")
+	const maxRSS = 300 // MiB; a read of /dev/zero reaches the 4 GiB limit
+	for i := range 2 { // the first snapshot has no head to compare with, the second has
+		r, rss := measured(t, "snapshot", "--once", "--home", home, "--store", storeDir)
+		if r.code != 0 || rss > maxRSS {
+			t.Fatalf("snapshot %d: exit %d, %d MiB\n%s", i, r.code, rss, tail(r.stderr, 2000))
+		}
+		if i == 0 && !strings.Contains(r.stderr, "nodes/evil/config.xml") {
+			t.Errorf("snapshot %d does not name nodes/evil/config.xml:\n%s", i, tail(r.stderr, 2000))
+		}
+		os.WriteFile(filepath.Join(home, "jobs", "touched"), []byte(fmt.Sprint(i)), 0o644)
+	}
+	r, rss := measured(t, "restore", "--home", target, "--store", storeDir)
+	if r.code != 0 || rss > maxRSS {
+		t.Fatalf("restore: exit %d, %d MiB\n%s", r.code, rss, tail(r.stderr, 2000))
+	}
+	if !strings.Contains(r.stderr, "nodes/evil/config.xml") {
+		t.Errorf("the restore's agent check does not name nodes/evil/config.xml:\n%s", tail(r.stderr, 2000))
+	}
+	if link, err := os.Readlink(filepath.Join(target, "nodes/evil/config.xml")); err != nil || link != "/dev/zero" {
+		t.Errorf("the snapshot's symlink was not restored as it was: %q, %v", link, err)
+	}
+}
+
+// TestOwnTemporaryNamesAreNeverWrittenThrough: symlinks planted at
+// homesnap's own temporary names (the home mark's, the master key's) lead
+// to root-only files outside the home. A root snapshot and a root restore
+// with a master key file replace the links and leave those files alone.
+func TestOwnTemporaryNamesAreNeverWrittenThrough(t *testing.T) {
+	home, outside, _ := writerWorld(t)
+	src := agentHome(t)
+	if err := os.CopyFS(home, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	master, err := os.ReadFile(filepath.Join(home, "secrets/master.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "master.key")
+	os.WriteFile(keyFile, master, 0o600)
+	victims := map[string]string{}
+	for _, name := range []string{"mark-victim", "key-victim"} {
+		victims[name] = filepath.Join(outside, name)
+		if err := os.WriteFile(victims[name], []byte("root only: "+name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plantLink(t, home, ".homesnap-home.json.tmp", victims["mark-victim"])
+	// Snapshotted as a link, restored as one, then the restore installs the key.
+	plantLink(t, home, "secrets/.master.key.homesnap-tmp", victims["key-victim"])
+
+	storeDir, target := t.TempDir(), filepath.Join(t.TempDir(), "target")
+	ok(t, run(t, "snapshot", nil, "--once", "--exclude-master-key", "--home", home, "--store", storeDir))
+	if _, err := os.Stat(filepath.Join(home, ".homesnap-home.json")); err != nil {
+		t.Errorf("the home mark was not written: %v", err)
+	}
+	ok(t, run(t, "restore", nil, "--home", target, "--store", storeDir, "--master-key-file", keyFile))
+	for name, p := range victims {
+		if got, _ := os.ReadFile(p); string(got) != "root only: "+name {
+			t.Errorf("%s, behind a planted link, now holds %q", p, got)
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(target, "secrets/master.key"))
+	if got, _ := os.ReadFile(filepath.Join(target, "secrets/master.key")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 || !bytes.Equal(got, master) {
+		t.Errorf("secrets/master.key in the restored home: %v, %v, equal %v", fi, err, bytes.Equal(got, master))
+	}
 }
