@@ -204,6 +204,9 @@ func (w *walker) list(t *dirTask) *listing {
 		c.err = unix.Fstatat(fd, name, &c.st, unix.AT_SYMLINK_NOFOLLOW)
 		if c.err == nil && c.st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			c.link, c.err = homefs.ReadlinkAt(fd, name)
+			if errors.Is(c.err, unix.EINVAL) { // no longer a symlink: replaced since the stat
+				c.err = unix.ENOENT
+			}
 		}
 		l.children = append(l.children, c)
 	}
