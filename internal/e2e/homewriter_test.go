@@ -348,7 +348,7 @@ func TestCommitIsNotRedirectedBySwappedDirectories(t *testing.T) {
 		home := filepath.Join(base, fmt.Sprintf("home-%d", i))
 		os.Mkdir(home, 0o755)
 		os.Chown(home, jenkinsUID, jenkinsUID)
-		writeAs(t, home, changed) // every file of jobs/x differs from the snapshot
+		writeAs(t, home, changed)               // every file of jobs/x differs from the snapshot
 		plantLink(t, home, "park/lnk", outside) // park is outside the selection
 		stop := swapAsJenkins(t, filepath.Join(home, "jobs", "x"), filepath.Join(home, "park", "lnk"))
 		// The partial restore of one job's folder, as the runbook says.
