@@ -1,7 +1,6 @@
 package homefs
 
 import (
-	"io"
 	"io/fs"
 	"os"
 
@@ -11,7 +10,7 @@ import (
 // FS returns the tree beneath d as an fs.FS whose Open refuses symlinks
 // (in any component) and anything but regular files and directories, so
 // code written for fs.FS (the agent check) cannot be led out of the home
-// or into a device. Sizes are the reader's to bound (see ReadFS).
+// or into a device. Sizes are the reader's to bound.
 // d stays the caller's to close.
 func FS(d Dir) fs.FS { return dirFS(d) }
 
@@ -37,42 +36,4 @@ func (f dirFS) Open(name string) (fs.File, error) {
 	// An os.File lists a directory with the entries' own types (lstat),
 	// so a symlink reads as one.
 	return os.NewFile(uintptr(fd), name), nil
-}
-
-// ReadFS reads the regular file name of fsys, at most limit bytes. It
-// refuses what is not a regular file as fsys reports it, so even an
-// fs.FS that follows symlinks cannot feed it a device.
-func ReadFS(fsys fs.FS, name string, limit int64) ([]byte, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
-	}
-	if fi.Size() > limit {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrTooLarge}
-	}
-	buf := make([]byte, 0, fi.Size()+1)
-	for {
-		if int64(len(buf)) > limit {
-			return nil, &fs.PathError{Op: "read", Path: name, Err: ErrTooLarge}
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err != nil {
-			if err == io.EOF {
-				return buf, nil
-			}
-			return nil, err
-		}
-	}
 }

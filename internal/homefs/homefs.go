@@ -74,26 +74,24 @@ func (d Dir) OpenRaw(rel string, flags int) (int, error) {
 		rel = "."
 	}
 	flags |= unix.O_CLOEXEC
-	if !noOpenat2.Load() {
-		for {
-			fd, err := openat2(int(d), rel, &unix.OpenHow{
-				Flags:   uint64(flags),
-				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
-			})
-			switch {
-			case err == nil:
-				return fd, nil
-			case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
-				continue // EAGAIN: a concurrent rename; the kernel asks to retry
-			case errors.Is(err, unix.ENOSYS):
-				noOpenat2.Store(true)
-			default:
-				return -1, err
-			}
-			break
+	if noOpenat2.Load() {
+		return d.walk(rel, flags)
+	}
+	how := &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	for try := 0; ; try++ {
+		fd, err := openat2(int(d), rel, how)
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.ENOSYS):
+			noOpenat2.Store(true)
+			return d.walk(rel, flags)
+		case (errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN)) && try < 16:
+			// EAGAIN: a rename raced the lookup; the kernel asks to retry.
+		default:
+			return -1, err
 		}
 	}
-	return d.walk(rel, flags)
 }
 
 // walk opens rel one component at a time, each with O_NOFOLLOW: what
