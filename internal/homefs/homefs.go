@@ -62,8 +62,10 @@ func (e *PathError) Unwrap() error { return e.Err }
 // noOpenat2 is set once the kernel said it has no openat2.
 var noOpenat2 atomic.Bool
 
-// openat2 is unix.Openat2, replaceable by tests of the fallback.
-var openat2 = unix.Openat2
+// kernelLacksOpenat2 makes tests see ENOSYS from openat2. (A replaceable
+// function would make every OpenHow escape to the heap: an allocation per
+// file of a snapshot.)
+var kernelLacksOpenat2 bool
 
 // OpenRaw opens rel beneath d with flags (O_CLOEXEC is added; O_CREAT is
 // not allowed: see WriteFile) and returns the raw descriptor. With
@@ -77,9 +79,12 @@ func (d Dir) OpenRaw(rel string, flags int) (int, error) {
 	if noOpenat2.Load() {
 		return d.walk(rel, flags)
 	}
-	how := &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
 	for try := 0; ; try++ {
-		fd, err := openat2(int(d), rel, how)
+		fd, err := -1, error(unix.ENOSYS)
+		if !kernelLacksOpenat2 {
+			fd, err = unix.Openat2(int(d), rel, &how)
+		}
 		switch {
 		case err == nil:
 			return fd, nil
