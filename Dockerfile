@@ -9,19 +9,31 @@
 # Jenkins home volume, so it works under readOnlyRootFilesystem: true.
 #
 #   docker build -t homesnap .
-#   docker run --rm homesnap restore --help
+#   docker buildx build --platform linux/amd64,linux/arm64 -t homesnap .
+#   docker run --rm homesnap restore --version
+#
+# Without a Docker engine (or without pulling golang), scripts/image.sh
+# builds the same final stage from Dockerfile.release with buildah;
+# examples/image_test.go holds the two final stages equal.
 
 ARG GO_VERSION=1.26
 # The release the examples deploy (ghcr.io/homesnap/homesnap:VERSION).
 ARG VERSION=0.1.0
 
-FROM golang:${GO_VERSION} AS build
+# The build runs on the builder's platform and cross-compiles, so a
+# multi-arch build needs no emulation.
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+ARG VERSION
+ARG REVISION=unknown
+ARG TARGETOS=linux
+ARG TARGETARCH
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd/ cmd/
 COPY internal/ internal/
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w -buildid=" \
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
+        -ldflags="-s -w -buildid= -X github.com/homesnap/homesnap/internal/version.Version=${VERSION} -X github.com/homesnap/homesnap/internal/version.Revision=${REVISION}" \
         -o /out/ ./cmd/restore ./cmd/snapshot ./cmd/prune && \
     mkdir /out/home
 

@@ -220,6 +220,23 @@ func checkPod(t *testing.T, name string, spec *corev1.PodSpec, image string, con
 	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 || sc.FSGroup == nil {
 		t.Errorf("%s: the pod must run as uid 1000 with an fsGroup", name)
 	}
+	for _, c := range []*corev1.Container{restore, snap, jenkins} {
+		if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
+			t.Errorf("%s: %s has no CPU and memory requests and memory limit", name, c.Name)
+		}
+	}
+	// A restore running as root applies the snapshot's owners unless told
+	// whose the home is.
+	var uid *int64 // nil: the image's user, 1000
+	if sc != nil {
+		uid = sc.RunAsUser
+	}
+	if restore.SecurityContext != nil && restore.SecurityContext.RunAsUser != nil {
+		uid = restore.SecurityContext.RunAsUser
+	}
+	if uid != nil && *uid == 0 && env(restore, "HOMESNAP_CHOWN") == "" {
+		t.Errorf("%s: the restore runs as root without HOMESNAP_CHOWN", name)
+	}
 	for _, c := range []*corev1.Container{restore, snap} {
 		if c.Image != image {
 			t.Errorf("%s: %s runs %s, the Dockerfile builds %s", name, c.Name, c.Image, image)
@@ -293,11 +310,13 @@ func TestHelmValues(t *testing.T) {
 	}
 	var values struct {
 		Controller struct {
-			JenkinsHome                   string             `json:"jenkinsHome"`
-			RunAsUser                     int64              `json:"runAsUser"`
-			FSGroup                       int64              `json:"fsGroup"`
-			TerminationGracePeriodSeconds int64              `json:"terminationGracePeriodSeconds"`
-			CustomInitContainers          []corev1.Container `json:"customInitContainers"`
+			JenkinsHome                   string                      `json:"jenkinsHome"`
+			RunAsUser                     int64                       `json:"runAsUser"`
+			FSGroup                       int64                       `json:"fsGroup"`
+			TerminationGracePeriodSeconds int64                       `json:"terminationGracePeriodSeconds"`
+			Resources                     corev1.ResourceRequirements `json:"resources"`
+			PodLabels                     map[string]string           `json:"podLabels"`
+			CustomInitContainers          []corev1.Container          `json:"customInitContainers"`
 		} `json:"controller"`
 		Persistence    map[string]any `json:"persistence"`
 		ServiceAccount map[string]any `json:"serviceAccount"`
@@ -315,7 +334,7 @@ func TestHelmValues(t *testing.T) {
 		TerminationGracePeriodSeconds: &c.TerminationGracePeriodSeconds,
 		SecurityContext:               &corev1.PodSecurityContext{RunAsUser: &uid, FSGroup: &c.FSGroup},
 		Containers: []corev1.Container{{
-			Name: "jenkins", Image: "jenkins/jenkins:lts",
+			Name: "jenkins", Image: "jenkins/jenkins:lts", Resources: c.Resources,
 			Env:          []corev1.EnvVar{{Name: "JENKINS_HOME", Value: c.JenkinsHome}},
 			VolumeMounts: []corev1.VolumeMount{{Name: "jenkins-home", MountPath: c.JenkinsHome}},
 		}},
@@ -352,6 +371,9 @@ func TestVariablesAreOnesTheBinariesRead(t *testing.T) {
 	files, _ := filepath.Glob("*/*")
 	files = append(files, "../README.md")
 	for _, f := range files {
+		if strings.HasPrefix(f, "testdata/") {
+			continue // upstream sources the tests render, not examples
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -382,6 +404,7 @@ func TestComposeExample(t *testing.T) {
 			ReadOnly    bool              `json:"read_only"`
 			Environment map[string]string `json:"environment"`
 			Volumes     []string          `json:"volumes"`
+			DependsOn   any               `json:"depends_on"`
 		} `json:"services"`
 	}
 	if err := yaml.Unmarshal(data, &compose); err != nil {
@@ -412,6 +435,55 @@ func TestComposeExample(t *testing.T) {
 	}
 	if len(homes) != 1 {
 		t.Errorf("compose: want one home volume shared by restore, snapshot and Jenkins, got %v", homes)
+	}
+	// A bare `depends_on: [restore]` starts the service once the restore
+	// starts, not once it is done.
+	for _, name := range []string{"jenkins", "snapshot"} {
+		deps, _ := compose.Services[name].DependsOn.(map[string]any)
+		cond, _ := deps["restore"].(map[string]any)
+		if cond["condition"] != "service_completed_successfully" {
+			t.Errorf("compose %s: depends_on restore %v, want condition: service_completed_successfully", name, compose.Services[name].DependsOn)
+		}
+	}
+}
+
+// TestSharedConfigHoldsNoIdentityOrCredentials: homesnap-config.yaml is
+// applied next to every example, the Helm chart's included, so it holds
+// the ConfigMap only: a ServiceAccount there clashes with the chart's, and
+// a Secret of placeholder keys overrides workload identity (the AWS SDK
+// prefers AWS_ACCESS_KEY_ID to IRSA) and stops every restore.
+func TestSharedConfigHoldsNoIdentityOrCredentials(t *testing.T) {
+	for _, d := range decodeStrict(t, "kubernetes/homesnap-config.yaml") {
+		if _, ok := d.obj.(*corev1.ConfigMap); !ok {
+			t.Errorf("%s holds a %T: only the ConfigMap belongs there", d.file, d.obj)
+		}
+	}
+}
+
+// TestNoPlaceholderCredentials: nothing a user applies carries a made-up
+// key, a Secret's values, or a made-up cloud identity; an annotation for
+// an account that does not exist fails the pod as surely as a wrong key.
+func TestNoPlaceholderCredentials(t *testing.T) {
+	files, _ := filepath.Glob("kubernetes/*.yaml")
+	files = append(files, "helm/values.yaml", "operator/jenkins.yaml")
+	placeholder := regexp.MustCompile(`(?i)replace-me|changeme|123456789012|00000000-0000-0000-0000-000000000000|my-project\.iam`)
+	secretVar := regexp.MustCompile(`(?m)^\s*-?\s*(name: )?(AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN|AZURE_CLIENT_SECRET|AZURE_STORAGE_KEY|HOMESNAP_AGE_IDENTITY)\b`)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Only what is applied: comments may show what to fill in.
+		applied := regexp.MustCompile(`(?m)\s*#.*$`).ReplaceAllString(string(data), "")
+		if m := placeholder.FindString(applied); m != "" {
+			t.Errorf("%s applies a placeholder (%q)", f, m)
+		}
+		if m := secretVar.FindString(applied); m != "" {
+			t.Errorf("%s sets a credential inline (%q): take it from a Secret the user creates", f, strings.TrimSpace(m))
+		}
+		if strings.Contains(applied, "kind: Secret") {
+			t.Errorf("%s applies a Secret: its values would be placeholders", f)
+		}
 	}
 }
 

@@ -142,3 +142,69 @@ exec setpriv --reuid=1000 --regid=1000 --clear-groups env -i HOMESNAP_STORE="$W/
 		}
 	}
 }
+
+// TestReleaseDockerfileMatches holds Dockerfile.release (built by
+// scripts/image.sh from prebuilt binaries) to the multi-stage Dockerfile's
+// final stage: the same labels, environment, user, command and files, in
+// the same order; only where the files come from may differ.
+func TestReleaseDockerfileMatches(t *testing.T) {
+	docker, release := finalStage(t, "../Dockerfile"), finalStage(t, "../Dockerfile.release")
+	if strings.Join(docker, "\n") != strings.Join(release, "\n") {
+		t.Errorf("the final stages differ:\nDockerfile:\n  %s\nDockerfile.release:\n  %s",
+			strings.Join(docker, "\n  "), strings.Join(release, "\n  "))
+	}
+}
+
+// finalStage returns the instructions of a Dockerfile's last stage,
+// normalized so that only what ends up in the image counts: comments and
+// line continuations dropped, ARG by name, COPY without --from and with its
+// sources' base names. The platform ARGs the release file needs to find
+// its binaries are left out.
+func finalStage(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := regexp.MustCompile(`(?m)^\s*#.*\n`).ReplaceAllString(string(data), "")
+	text = regexp.MustCompile(`\\\n\s*`).ReplaceAllString(text, " ")
+	i := strings.LastIndex(text, "\nFROM ")
+	if i < 0 {
+		t.Fatalf("%s: no FROM", file)
+	}
+	var out []string
+	for _, line := range strings.Split(text[i+1:], "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "ARG":
+			name, _, _ := strings.Cut(f[1], "=")
+			if name == "TARGETOS" || name == "TARGETARCH" {
+				continue
+			}
+			f = []string{"ARG", name}
+		case "COPY":
+			var flags, paths []string
+			for _, a := range f[1:] {
+				switch {
+				case strings.HasPrefix(a, "--from="):
+				case strings.HasPrefix(a, "--"):
+					flags = append(flags, a)
+				default:
+					paths = append(paths, a)
+				}
+			}
+			for j := range paths[:len(paths)-1] {
+				paths[j] = filepath.Base(paths[j])
+			}
+			f = append(append([]string{"COPY"}, flags...), paths...)
+		}
+		out = append(out, strings.Join(f, " "))
+	}
+	if len(out) < 5 {
+		t.Fatalf("%s: the final stage has only %q", file, out)
+	}
+	return out
+}

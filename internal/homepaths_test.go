@@ -42,13 +42,8 @@ var notHome = map[string]string{
 	"engine/homemark.go TakeFingerprint os.Stat":  "the home directory itself, as configured",
 	"engine/snapshot.go checkHome os.Stat":        "the home directory itself, as configured",
 	"engine/snapshot.go checkHome os.MkdirAll":    "the home directory itself, as configured",
-	// The restore's own state (journal, staging and displaced directories)
-	// is the restore-state layer's (issue 21 finding 1); listed until it is
-	// routed through homefs there.
-	"engine/journal.go removeEmptyDirs os.ReadDir":     "restore state, finding 1: a displaced directory",
-	"engine/journal.go removeEmptyDirs os.Remove":      "restore state, finding 1: a displaced directory",
-	"engine/journal.go RecoverInterrupted unix.Open":   "the home directory itself, as configured",
-	"engine/journal.go recoverLeftovers filepath.Glob": "restore state, finding 1: lists the home's root for staging directories",
+	"engine/journal.go recoverHome unix.Open":     "the home directory itself, as configured",
+	"cli/sidecar.go token os.Open":                "--trigger-token-file: a mounted Secret",
 }
 
 func TestHomeIsTouchedOnlyThroughHomefs(t *testing.T) {

@@ -14,7 +14,8 @@ export GOBIN=$BIN GOFLAGS=-mod=mod
 log() { printf '== %s\n' "$*" >&2; }
 
 need_apt=()
-for pkg in zstd:zstd tar:tar restic:restic age:age curl:curl openssl:openssl; do
+for pkg in zstd:zstd tar:tar restic:restic age:age curl:curl openssl:openssl \
+  buildah:buildah podman:podman runc:runc; do # the image (scripts/image.sh) and its container tests
   command -v "${pkg%%:*}" >/dev/null || need_apt+=("${pkg#*:}")
 done
 if ((${#need_apt[@]})); then
@@ -36,6 +37,7 @@ goinstall() { # name module@version [rename-from]
 goinstall versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0 &
 goinstall fake-gcs-server github.com/fsouza/fake-gcs-server@v1.56.1 &
 goinstall staticcheck honnef.co/go/tools/cmd/staticcheck@v0.8.2 &
+goinstall helm helm.sh/helm/v3/cmd/helm@v3.18.6 & # renders examples/helm/values.yaml with the pinned chart
 ( goinstall toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 server &&
   goinstall toxiproxy-cli github.com/Shopify/toxiproxy/v2/cmd/cli@v2.5.0 cli ) &
 

@@ -24,10 +24,14 @@ type Retention struct {
 	KeepMonthly int           `envconfig:"HOMESNAP_KEEP_MONTHLY" flag:"keep-monthly" desc:"keep the newest snapshot of each of the last N months"`
 	PruneDelay  time.Duration `envconfig:"HOMESNAP_PRUNE_DELAY" default:"6h" flag:"prune-delay" desc:"collect objects of snapshots that were never committed once older than this"`
 	Repacking
+
+	// Snapshots taken on demand are kept apart, so that requests cannot
+	// push the scheduled history out of the counts above.
+	KeepOnDemand int `envconfig:"HOMESNAP_KEEP_ON_DEMAND" default:"3" flag:"keep-on-demand" desc:"with a --keep-* policy, keep the newest N snapshots taken on demand (POST /snapshot, SIGUSR1); the other --keep-* counts neither keep nor count them"`
 }
 
 func (r *Retention) policy() retention.Policy {
-	return retention.Policy{Last: r.KeepLast, Hourly: r.KeepHourly, Daily: r.KeepDaily, Weekly: r.KeepWeekly, Monthly: r.KeepMonthly}
+	return retention.Policy{Last: r.KeepLast, Hourly: r.KeepHourly, Daily: r.KeepDaily, Weekly: r.KeepWeekly, Monthly: r.KeepMonthly, OnDemand: r.KeepOnDemand}
 }
 
 func (r *Retention) validate() error {

@@ -28,6 +28,7 @@ type restoreConfig struct {
 	DryRun     bool          `envconfig:"HOMESNAP_RESTORE_DRY_RUN" flag:"dry-run" desc:"print what would be written, removed and fetched, change nothing"`
 	Force      bool          `envconfig:"HOMESNAP_RESTORE_FORCE" flag:"force" desc:"restore over a home that holds data the store does not; what it replaces or removes is kept in .homesnap-displaced-*"`
 	Chown      string        `envconfig:"HOMESNAP_CHOWN" flag:"chown" desc:"UID:GID owning everything restored (as root), instead of the snapshot's owners"`
+	KeepModes  bool          `envconfig:"HOMESNAP_KEEP_MODES" flag:"keep-modes" desc:"restore setuid, setgid and world-writable bits as stored (dropped by default: a Jenkins home needs none)"`
 	Include    []string      `envconfig:"HOMESNAP_RESTORE_INCLUDE" flag:"include" desc:"restore only paths matching this glob (one job, a folder); others are neither written nor removed"`
 	Exclude    []string      `envconfig:"HOMESNAP_RESTORE_EXCLUDE" flag:"exclude" desc:"leave paths matching this glob alone"`
 	List       bool          `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
@@ -187,7 +188,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts := engine.HomeOptions{
 		RestoreOptions: engine.RestoreOptions{
 			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
-			Include: cfg.Include, Exclude: cfg.Exclude, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, Log: log,
+			Include: cfg.Include, Exclude: cfg.Exclude, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
 		},
 		At: cfg.at, Step: setStep,
 	}
@@ -214,11 +215,30 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fail("restore failed", err)
 	}
+	if res.Restore != nil && !cfg.DryRun {
+		warnModes(log, res.Restore, cfg.KeepModes)
+	}
 	logOutcome(log, home, st.String(), res)
 	if !cfg.DryRun {
 		fmt.Fprintf(stdout, "%s\t%s\n", res.Decision.Action, res.Snapshot)
 	}
 	return nil
+}
+
+// warnModes says, once, what a restore did not take from the store as
+// stored, and what a root restore without --chown did take: its owners.
+func warnModes(log zerolog.Logger, r *engine.RestoreResult, keep bool) {
+	modes := fmt.Sprintf("%d paths lost setuid, setgid or world-writable bits (--keep-modes keeps them)", r.ModesDropped)
+	if keep {
+		modes = "modes were applied as stored (--keep-modes), setuid, setgid and world-writable bits included"
+	}
+	ev := log.Warn().Int64("modes_dropped", r.ModesDropped).Str("example", r.ModesExample)
+	switch {
+	case r.OwnersAsStored:
+		ev.Msg("restoring as root without --chown: paths got the snapshot's owners as stored, uid 0 included (set --chown 1000:1000 to give them to the Jenkins user); " + modes)
+	case r.ModesDropped > 0:
+		ev.Msg(modes + ": a Jenkins home needs none, and a store must not grant privileges")
+	}
 }
 
 // logOutcome says what the restore decided and did, in one line.

@@ -40,6 +40,9 @@ func (c *snapshotConfig) validate() error {
 	if err := positive("--lease-ttl/HOMESNAP_LEASE_TTL", c.LeaseTTL); err != nil {
 		return err
 	}
+	if err := c.Sidecar.validate(); err != nil {
+		return err
+	}
 	return positive("--final-timeout/HOMESNAP_FINAL_TIMEOUT", c.Grace)
 }
 

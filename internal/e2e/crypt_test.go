@@ -122,7 +122,7 @@ func TestEncryptedSnapshotRestore(t *testing.T) {
 			t.Errorf("the message does not say which identity was given: %s", r.stderr)
 		}
 		same(t, "home after a refused restore", before, wholeTree(t, target))
-		if _, err := os.Stat(filepath.Join(target, ".homesnap-restore-"+id2)); err == nil {
+		if m, _ := filepath.Glob(filepath.Join(target, ".homesnap-restore-*")); len(m) > 0 {
 			t.Fatal("a refused restore left a staging directory")
 		}
 	}

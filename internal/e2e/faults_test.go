@@ -415,10 +415,11 @@ func TestFaultServerGoneMidRestore(t *testing.T) {
 	before := wholeTree(t, target)
 	const deadline = 8 * time.Second
 	p := begin(t, "restore", r.env, "--home", target, "--store", r.flaky, "--timeout", deadline.String(), "--force")
-	staged := filepath.Join(target, ".homesnap-restore-"+id, "tree", filepath.FromSlash(big))
+	staged := filepath.Join(target, ".homesnap-restore-"+id+"-*", "tree", filepath.FromSlash(big)) // a random token ends the name
 	if !poll(deadline, func() bool {
-		fi, err := os.Stat(staged)
-		return !p.running() || (err == nil && fi.Size() > 0)
+		m, _ := filepath.Glob(staged)
+		fi, err := os.Stat(strings.Join(m, ""))
+		return !p.running() || (len(m) == 1 && err == nil && fi.Size() > 0)
 	}) || !p.running() {
 		res, _ := p.wait(t, deadline+exitSlack)
 		t.Fatalf("%s never filled (exit %d):\n%s", staged, res.code, tail(res.stderr, 3000))

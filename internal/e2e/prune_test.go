@@ -38,7 +38,7 @@ func TestRetentionThroughTheBinaries(t *testing.T) {
 	}
 
 	dry := ok(t, run(t, "prune", nil, "--dry-run", "--keep-last", "1", "--store", storeDir))
-	if !strings.Contains(dry, "would delete snapshots/"+ids[2]+".json ") || !strings.Contains(dry, "keep last 1: kept 1 of 2") {
+	if !strings.Contains(dry, "would delete snapshots/"+ids[2]+".json ") || !strings.Contains(dry, "keep last 1, on-demand 3: kept 1 of 2") {
 		t.Errorf("prune --dry-run does not explain what it would delete:\n%s", dry)
 	}
 	if got := idRE.FindAllString(ok(t, run(t, "restore", nil, "--list", "--store", storeDir)), -1); len(got) != 2 {

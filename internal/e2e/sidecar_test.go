@@ -131,7 +131,7 @@ func TestSidecarProbesMetricsAndOnDemandSnapshots(t *testing.T) {
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)
 	}
-	s := startSidecar(t, home, storeDir)
+	s := startSidecar(t, home, storeDir, "--trigger-token-file", tokenFile(t))
 	s.waitLog(t, committed, 1)
 	if code, body := s.get(t, "GET", "/healthz"); code != 200 {
 		t.Errorf("/healthz: %d %s", code, body)
@@ -140,7 +140,7 @@ func TestSidecarProbesMetricsAndOnDemandSnapshots(t *testing.T) {
 		t.Errorf("/readyz after a snapshot: %d %s", code, body)
 	}
 	testhome.Change(t, home)
-	if code, _ := s.get(t, "POST", "/snapshot"); code != http.StatusAccepted {
+	if code, _ := s.post(t, "Bearer "+triggerToken); code != http.StatusAccepted {
 		t.Errorf("POST /snapshot: %d", code)
 	}
 	s.waitLog(t, committed, 2)

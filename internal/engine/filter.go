@@ -40,8 +40,9 @@ type entryFilter struct {
 	remove   *selector.Selector // both: what a restore may remove
 	// check sees the manifest's entries in order: memos answer for them.
 	snapshotMemo, localMemo *selector.Memo
-	dropped                 int64  // setuid/setgid bits dropped
-	example                 string // the first path that had them
+	keepModes               bool   // apply modes as stored (see specialBits)
+	dropped                 int64  // paths whose setuid, setgid or world-writable bits were dropped
+	example                 string // the first of them
 	skipped                 int64  // entries outside the restore's selection
 	skippedE                string // the first of them
 }
@@ -115,16 +116,21 @@ func (f *entryFilter) check(e *archive.Entry) (bool, error) {
 	return true, nil
 }
 
-// specialBits applies the setuid policy: a Jenkins home never needs
-// setuid or setgid programs, and restoring them as root would hand out
-// privileges a store writer chose. Setuid and setgid are dropped from
-// files, setuid from directories; setgid and sticky directories are kept
-// (an fsGroup volume relies on setgid directories, and neither grants
-// privileges).
+// specialBits applies the mode policy: a Jenkins home never needs setuid
+// or setgid programs or world-writable paths, and restoring them as root
+// would hand out privileges a store writer chose. Setuid and setgid are
+// dropped from files, setuid from directories; setgid and sticky
+// directories are kept (an fsGroup volume relies on setgid directories,
+// and neither grants privileges). World-writable bits are dropped from
+// everything but symlinks (whose mode means nothing). keepModes turns the
+// policy off: the user asked for the modes as stored.
 func (f *entryFilter) specialBits(e *archive.Entry) {
-	drop := fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
-	if e.Type == archive.TypeDir {
-		drop = fs.ModeSetuid
+	if f.keepModes {
+		return
+	}
+	drop := droppedSpecial(e.Type == archive.TypeDir)
+	if e.Type != archive.TypeSymlink {
+		drop |= 0o002
 	}
 	if e.Mode&drop != 0 {
 		e.Mode &^= drop
@@ -132,4 +138,13 @@ func (f *entryFilter) specialBits(e *archive.Entry) {
 			f.example = e.Path
 		}
 	}
+}
+
+// droppedSpecial is the special mode bits a restore never sets on a file
+// or directory, from a snapshot or from a journal.
+func droppedSpecial(isDir bool) fs.FileMode {
+	if isDir {
+		return fs.ModeSetuid
+	}
+	return fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 }

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -78,19 +77,6 @@ func (r *restorer) checkRemovable(rel string) error {
 		return fmt.Errorf("%w: the snapshot has %s as a file, but in the home it is a directory holding paths outside the selection; nothing was changed (move them away first)", ErrInTheWay, r.abs(rel))
 	}
 	return nil
-}
-
-// removeAll removes a tree the restore made below the home (p is the
-// home's path joined with a relative path), never following a symlink and
-// making read-only directories writable first (restored modes such as
-// 0555 would block it).
-func removeAll(p string) error {
-	home, err := homefs.Open(filepath.Dir(p))
-	if err != nil {
-		return err
-	}
-	defer home.Close()
-	return home.RemoveAll(filepath.Base(p))
 }
 
 // syncFS flushes the filesystem holding dir: one syncfs instead of an

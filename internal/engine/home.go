@@ -70,6 +70,14 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 		}
 	}
 	res := &HomeResult{Snapshot: target}
+	if !o.DryRun {
+		// A restore killed during its moves left the home half changed:
+		// undo that first, so the decision sees the home as it was.
+		step("recovering an interrupted restore")
+		if err := recoverHome(o.Home, o.Selector, o.Log); err != nil {
+			return nil, err
+		}
+	}
 	partial := len(o.Include) > 0 || len(o.Exclude) > 0
 	if partial {
 		res.Decision = Decision{ActDelta, "a partial restore (--include/--exclude) changes only what it selects"}
@@ -95,6 +103,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 	ro := o.RestoreOptions
 	ro.Snapshot = target
 	ro.Delta = res.Decision.Action != ActRestore
+	ro.recovered = !o.DryRun
 	step("restoring snapshot " + target)
 	if res.Restore, err = Restore(ctx, ro); err != nil {
 		return res, err

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +63,10 @@ type RestoreOptions struct {
 	// Chown makes everything the restore writes owned by these ids instead
 	// of the snapshot's (needs root, or the ids of the process).
 	Chown *Owner
+	// KeepModes applies the snapshot's modes as stored. Without it,
+	// setuid and setgid bits (setgid directories excepted) and
+	// world-writable bits are dropped, and counted in ModesDropped.
+	KeepModes bool
 	// BeforeCommit is called once everything is staged and verified, before
 	// the first path of the home changes. staged shows the home as it will
 	// be after the commit (see overlayFS); an error aborts the restore and
@@ -71,7 +77,8 @@ type RestoreOptions struct {
 	Progress Progress
 	Log      zerolog.Logger
 
-	hooks *restoreHooks // tests inject failures here
+	hooks     *restoreHooks // tests inject failures here
+	recovered bool          // RestoreHome recovered the home already
 }
 
 // Owner is a numeric owner and group.
@@ -93,6 +100,14 @@ type RestoreResult struct {
 	Unchanged    int64 // paths a delta restore left as they were
 	MetaFixed    int64 // paths whose content matched but metadata was set
 	Removed      int64 // selected paths of the home the snapshot does not have
+	// ModesDropped counts the paths whose setuid, setgid or
+	// world-writable bits were dropped (see KeepModes), ModesExample
+	// names the first.
+	ModesDropped int64
+	ModesExample string
+	// OwnersAsStored: the restore ran as root without Chown, so it gave
+	// paths the snapshot's owners, uid 0 included.
+	OwnersAsStored bool
 	// Displaced is the directory inside the home holding every path a
 	// forced restore replaced or removed ("" if none).
 	Displaced string
@@ -220,7 +235,9 @@ type restorer struct {
 	fetch   *fetcher // the staging pass's ranged reads
 
 	home      int    // descriptor of the home: every path is opened relative to it
-	stageDir  string // <home>/.homesnap-restore-<id>
+	stageDir  string // .homesnap-restore-<id>-<token>, at the home's root
+	stageFD   int    // its descriptor
+	stageID   unix.Stat_t
 	tree      int    // descriptor of stage/tree: the snapshot's changes as they will be
 	dispName  string // .homesnap-displaced-<id>-<time>, once something is displaced
 	disp      int    // its descriptor, -1 until then
@@ -231,8 +248,9 @@ type restorer struct {
 
 func (r *restorer) run(ctx context.Context) (err error) {
 	r.root = os.Geteuid() == 0
+	r.res.OwnersAsStored = r.root && r.o.Chown == nil
 	r.umask = processUmask()
-	r.tree, r.disp = -1, -1
+	r.stageFD, r.tree, r.disp = -1, -1, -1
 	home, err := homefs.Open(r.o.Home)
 	r.home = home.Fd()
 	if err != nil {
@@ -247,17 +265,12 @@ func (r *restorer) run(ctx context.Context) (err error) {
 		if err := lockHome(r.home, r.o.Home); err != nil {
 			return err
 		}
-		if err := recoverLeftovers(r.home, r.o.Home, r.o.Log); err != nil {
-			return err
+		if !r.o.recovered {
+			if err := recoverLeftovers(r.home, r.o.Home, r.o.Selector, r.o.Log); err != nil {
+				return err
+			}
 		}
-		r.stageDir = stagePrefix + r.id
-		if err := unix.Mkdirat(r.home, r.stageDir, 0o700); err != nil {
-			return fmt.Errorf("create staging directory %s: %w (is the home writable and is there space?)", r.abs(r.stageDir), err)
-		}
-		if err := unix.Mkdirat(r.home, r.stageDir+"/tree", 0o700); err != nil {
-			return fmt.Errorf("create staging directory: %w", err)
-		}
-		if r.tree, err = openDirAt(r.home, r.stageDir+"/tree"); err != nil {
+		if err := r.makeStage(); err != nil {
 			return err
 		}
 	}
@@ -301,6 +314,55 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	return syncFS(r.home)
 }
 
+// makeStage creates the staging directory and its tree, and keeps a
+// descriptor of each: everything staged is written through them, so the
+// home's user renaming the directory or swapping it for a symlink cannot
+// redirect a write. (The journal explains what makes it the restore's own.)
+func (r *restorer) makeStage() error {
+	var token [8]byte
+	if _, err := rand.Read(token[:]); err != nil {
+		return err
+	}
+	r.stageDir = stagePrefix + r.id + "-" + hex.EncodeToString(token[:])
+	if err := unix.Mkdirat(r.home, r.stageDir, 0o700); err != nil {
+		return fmt.Errorf("create staging directory %s: %w (is the home writable and is there space?)", r.abs(r.stageDir), err)
+	}
+	fd, err := openDirAt(r.home, r.stageDir)
+	if err != nil {
+		return fmt.Errorf("create staging directory: %w", err)
+	}
+	r.stageFD = fd
+	if err := unix.Fstat(fd, &r.stageID); err != nil {
+		return err
+	}
+	if int(r.stageID.Uid) != os.Geteuid() || r.stageID.Mode&0o077 != 0 {
+		r.stageFD = -1
+		unix.Close(fd)
+		return fmt.Errorf("staging directory %s was replaced while it was created; nothing was changed", r.abs(r.stageDir))
+	}
+	if err := unix.Mkdirat(r.stageFD, "tree", 0o700); err != nil {
+		return fmt.Errorf("create staging directory: %w", err)
+	}
+	r.tree, err = openDirAt(r.stageFD, "tree")
+	return err
+}
+
+// removeStage removes the staging directory if the name still holds the
+// one this restore made.
+func (r *restorer) removeStage() error {
+	if r.stageFD < 0 {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(r.home, r.stageDir, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if st.Dev != r.stageID.Dev || st.Ino != r.stageID.Ino {
+		return errors.New("it was replaced by something this restore did not make; left alone")
+	}
+	return removeTreeAt(r.home, r.stageDir)
+}
+
 // cleanup removes the staging area; after a commit, the displaced paths
 // too unless the restore was forced (then they are the user's to keep).
 // Before or without a commit the displaced directory holds only the
@@ -310,7 +372,7 @@ func (r *restorer) cleanup(committed, keep bool) {
 	if keep {
 		return
 	}
-	if err := removeAll(r.abs(r.stageDir)); err != nil {
+	if err := r.removeStage(); err != nil {
 		r.o.Log.Warn().Err(err).Str("dir", r.abs(r.stageDir)).Msg("could not remove the staging directory")
 	}
 	if r.disp < 0 {
@@ -322,11 +384,11 @@ func (r *restorer) cleanup(committed, keep bool) {
 	case committed:
 		// Not forced: what was displaced is the previous state of paths
 		// the caller chose to overwrite.
-		if err := removeAll(disp); err != nil {
+		if err := removeTreeAt(r.home, r.dispName); err != nil {
 			r.o.Log.Warn().Err(err).Str("dir", disp).Msg("could not remove the displaced paths' directory")
 		}
 	default:
-		if ok, err := removeEmptyDirs(disp); !ok || err != nil {
+		if ok, err := removeEmptyDirsAt(r.home, r.dispName); !ok || err != nil {
 			r.o.Log.Warn().Err(err).Str("dir", disp).Msg("paths were left here by a restore that did not complete; review them")
 		}
 	}
@@ -350,7 +412,7 @@ func lockHome(fd int, home string) error {
 }
 
 func (r *restorer) closeFDs() {
-	for _, fd := range []int{r.home, r.tree, r.disp} {
+	for _, fd := range []int{r.home, r.stageFD, r.tree, r.disp} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -375,7 +437,11 @@ type planReader struct {
 }
 
 func (r *restorer) openPlan(ctx context.Context) (*planReader, error) {
-	return openPlan(ctx, r.o.Store, r.id, r.o.Selector, r.o.Include, r.o.Exclude)
+	pr, err := openPlan(ctx, r.o.Store, r.id, r.o.Selector, r.o.Include, r.o.Exclude)
+	if err == nil {
+		pr.filter.keepModes = r.o.KeepModes
+	}
+	return pr, err
 }
 
 // openPlan opens a snapshot's manifest as a checked stream of the entries

@@ -51,6 +51,8 @@ type SnapshotOptions struct {
 	// merges: a parent whose chain is this long gets a full manifest on
 	// top (0 means DefaultManifestChain; 1 writes full manifests only).
 	MaxManifestChain int
+	// Trigger says what took the snapshot (repo.Trigger*), kept in its record.
+	Trigger string
 
 	// rewrite, set by Consolidate, takes the parent's tree instead of the
 	// home's and copies the files of these archives into the new one.
@@ -127,7 +129,7 @@ func Snapshot(ctx context.Context, o SnapshotOptions) (*SnapshotResult, error) {
 		}
 	}
 	rec := &repo.Record{
-		ID: s.id, Parent: s.parentID, Time: start.UTC(), Host: hostname(),
+		ID: s.id, Parent: s.parentID, Time: start.UTC(), Host: hostname(), Trigger: o.Trigger,
 		Entries: res.Totals.Entries, Files: res.Totals.Files, Bytes: res.Totals.Bytes,
 		NewEntries: res.Totals.New, NewBytes: res.Totals.NewBytes, Stored: res.Stored, Archives: res.Totals.Archives,
 	}

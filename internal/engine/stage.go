@@ -41,10 +41,7 @@ func (r *restorer) stage(ctx context.Context) error {
 	defer pr.Close()
 	r.filter = pr.filter
 	defer func() {
-		if pr.filter.dropped > 0 {
-			r.o.Log.Warn().Int64("paths", pr.filter.dropped).Str("example", pr.filter.example).
-				Msg("setuid/setgid bits dropped: a Jenkins home needs none, and a store must not grant privileges")
-		}
+		r.res.ModesDropped, r.res.ModesExample = pr.filter.dropped, pr.filter.example
 		if f := pr.filter; f.skipped > 0 && len(r.o.Include) == 0 && len(r.o.Exclude) == 0 {
 			r.o.Log.Warn().Int64("paths", f.skipped).Str("example", f.skippedE).Str("snapshot_preset", pr.m.Header.Selection.Preset).
 				Msg("the snapshot holds paths outside this restore's selection; they were not restored (give restore the selection the snapshot was taken with: --preset, --select-include, --select-exclude)")

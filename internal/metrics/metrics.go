@@ -20,6 +20,7 @@ import (
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/version"
 )
 
 // Metrics holds the collectors of one process.
@@ -82,7 +83,21 @@ func New() *Metrics {
 	f(m.duration)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f(buildInfo())
 	return m
+}
+
+// buildInfo is the constant 1 labelled with the running build, so a
+// dashboard can show which release each sidecar runs.
+func buildInfo() prometheus.Collector {
+	i := version.Get()
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "homesnap_build_info",
+		Help: "Always 1; the labels name the build: version, revision and the Go version it was built with.",
+		ConstLabels: prometheus.Labels{
+			"version": i.Version, "revision": i.Revision, "goversion": i.GoVersion,
+		},
+	}, func() float64 { return 1 })
 }
 
 // Observe records one snapshot attempt.

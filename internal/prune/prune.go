@@ -90,7 +90,7 @@ func MakePlan(in Inputs) *Plan {
 	p := &Plan{Policy: in.Policy}
 	var snaps []retention.Snapshot
 	for _, r := range h.Snapshots {
-		snaps = append(snaps, retention.Snapshot{ID: r.ID, Time: r.Time})
+		snaps = append(snaps, retention.Snapshot{ID: r.ID, Time: r.Time, OnDemand: r.Trigger == repo.TriggerOnDemand})
 	}
 	p.Decisions = retention.Apply(snaps, h.Head, in.Policy)
 	kept, dropped := map[string]bool{}, map[string]bool{}

@@ -26,6 +26,7 @@ type Record struct {
 	Parent     string    `json:"parent,omitempty"`
 	Time       time.Time `json:"time"`
 	Host       string    `json:"host,omitempty"`
+	Trigger    string    `json:"trigger,omitempty"` // why it was taken: Trigger*; "" for --once, imports and older records
 	Entries    int64     `json:"entries"`
 	Files      int64     `json:"files"`
 	Bytes      int64     `json:"bytes"`
@@ -45,6 +46,14 @@ type Record struct {
 	// taken before records existed): only ID, Parent, Time and Host are known.
 	Partial bool `json:"partial,omitempty"`
 }
+
+// What took a snapshot (Record.Trigger). Retention counts on-demand
+// snapshots apart from the others.
+const (
+	TriggerScheduled = "scheduled"
+	TriggerFinal     = "final"
+	TriggerOnDemand  = "on-demand"
+)
 
 // Layers returns the snapshots whose manifests the snapshot needs.
 func (r *Record) Layers() []string {

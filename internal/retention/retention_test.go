@@ -1,11 +1,16 @@
 package retention
 
 import (
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // at parses "2026-12-03 14:05" in UTC.
 func at(s string) time.Time {
@@ -16,11 +21,13 @@ func at(s string) time.Time {
 	return t
 }
 
+// snaps parses "id@time"; "id!@time" is a snapshot taken on demand.
 func snaps(spec ...string) []Snapshot {
 	var out []Snapshot
 	for _, s := range spec {
 		id, when, _ := strings.Cut(s, "@")
-		out = append(out, Snapshot{ID: id, Time: at(when)})
+		id, onDemand := strings.CutSuffix(id, "!")
+		out = append(out, Snapshot{ID: id, Time: at(when), OnDemand: onDemand})
 	}
 	return out
 }
@@ -105,6 +112,36 @@ func TestApply(t *testing.T) {
 			want:   "y(last) z(head)",
 		},
 		{
+			name: "a burst on demand pushes no scheduled snapshot out",
+			snaps: snaps("a@2026-12-01 10:00", "b@2026-12-01 10:05", "c@2026-12-01 10:10",
+				"d!@2026-12-01 10:11", "e!@2026-12-01 10:12", "f!@2026-12-01 10:13", "g!@2026-12-01 10:14"),
+			head:   "g",
+			policy: Policy{Last: 3, OnDemand: 2},
+			want:   "g(on-demand,head) f(on-demand) c(last) b(last) a(last)",
+		},
+		{
+			name:   "without an on-demand count only the head among them is kept",
+			snaps:  snaps("a@2026-12-01 10:00", "b!@2026-12-01 10:01", "c@2026-12-01 10:05", "d!@2026-12-01 10:06"),
+			head:   "d",
+			policy: Policy{Last: 1},
+			want:   "d(head) c(last)",
+		},
+		{
+			name: "periods count scheduled snapshots only: the newest scheduled one of the hour is kept",
+			snaps: snaps("a@2026-12-01 09:30", "b@2026-12-01 10:05", "c!@2026-12-01 10:50",
+				"d@2026-12-01 11:00"),
+			head:   "d",
+			policy: Policy{Hourly: 2, OnDemand: 1},
+			want:   "d(hourly,head) c(on-demand) b(hourly)",
+		},
+		{
+			name:   "an on-demand count alone is no policy: everything is kept",
+			snaps:  snaps("a@2026-12-01 10:00", "b!@2026-12-01 10:01", "c!@2026-12-01 10:02"),
+			head:   "c",
+			policy: Policy{OnDemand: 1},
+			want:   "c(no policy,head) b(no policy) a(no policy)",
+		},
+		{
 			name:   "fewer snapshots than the counts",
 			snaps:  snaps("a@2026-12-01 10:00"),
 			head:   "a",
@@ -135,10 +172,66 @@ func TestPolicyValidateAndString(t *testing.T) {
 	if err := (Policy{Daily: -1}).Validate(); err == nil {
 		t.Error("negative count accepted")
 	}
+	if err := (Policy{Last: 1, OnDemand: -1}).Validate(); err == nil {
+		t.Error("negative on-demand count accepted")
+	}
+	if s := (Policy{Last: 3, OnDemand: 2}).String(); s != "keep last 3, on-demand 2" {
+		t.Errorf("String = %q", s)
+	}
+	if s := (Policy{OnDemand: 2}).String(); s != "keep all" {
+		t.Errorf("String = %q", s)
+	}
 	if s := (Policy{Last: 24, Daily: 7}).String(); s != "keep last 24, daily 7" {
 		t.Errorf("String = %q", s)
 	}
 	if s := (Policy{}).String(); s != "keep all" {
 		t.Errorf("String = %q", s)
+	}
+}
+
+// TestGoldenWeek applies a sidecar's usual policy to three days of hourly
+// snapshots, a final one at a restart, and bursts taken on demand (one of
+// them the head), and compares every decision with testdata/week.golden
+// (go test -run Golden -update rewrites it; review the diff).
+func TestGoldenWeek(t *testing.T) {
+	var in []Snapshot
+	start := at("2026-11-30 00:00")
+	for h := range 72 {
+		in = append(in, Snapshot{ID: fmt.Sprintf("s%02d", h), Time: start.Add(time.Duration(h)*time.Hour + 2*time.Minute)})
+	}
+	in = append(in, Snapshot{ID: "final", Time: at("2026-12-01 12:30")})
+	for i := range 8 { // the burst of issue 21: eight requests in ten seconds
+		in = append(in, Snapshot{ID: fmt.Sprintf("burst%d", i), Time: at("2026-12-02 23:10").Add(time.Duration(i) * 1250 * time.Millisecond), OnDemand: true})
+	}
+	in = append(in, Snapshot{ID: "old-request", Time: at("2026-11-30 09:40"), OnDemand: true},
+		Snapshot{ID: "head-request", Time: at("2026-12-02 23:59"), OnDemand: true})
+	ds := Apply(in, "head-request", Policy{Last: 3, Hourly: 6, Daily: 7, OnDemand: 3})
+	var b strings.Builder
+	for _, d := range ds {
+		verdict := "drop"
+		if d.Keep {
+			verdict = "keep " + strings.Join(d.Reasons, ",")
+		}
+		trigger := "scheduled"
+		if d.OnDemand {
+			trigger = "on-demand"
+		}
+		fmt.Fprintf(&b, "%-12s %s %-9s %s\n", d.ID, d.Time.UTC().Format("2006-01-02T15:04:05.00"), trigger, verdict)
+	}
+	golden := filepath.Join("testdata", "week.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -run Golden -update writes it)", err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("decisions differ from %s:\n got:\n%s\nwant:\n%s", golden, got, want)
 	}
 }

@@ -1,12 +1,14 @@
 // Package runner is the snapshot sidecar's life: a snapshot every interval
 // (with jitter, so a fleet of controllers does not hit the store at once)
-// or on demand, and a final one when the pod stops, taken only after
-// Jenkins has written its shutdown state. Time comes from a Clock so the
-// schedule is tested without sleeping.
+// or on demand (one at a time, spaced apart), and a final one when the pod
+// stops, taken only after Jenkins has written its shutdown state; and the
+// port that serves its probes, metrics and requests. Time comes from a
+// Clock so the schedule is tested without sleeping.
 package runner
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/repo"
 )
 
 // Clock is the runner's source of time.
@@ -29,9 +32,13 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 
 // Options configure a Runner. Take and Interval are required.
 type Options struct {
-	// Take takes one snapshot (engine.Snapshot with the sidecar's options).
-	Take     func(ctx context.Context) (*engine.SnapshotResult, error)
+	// Take takes one snapshot (engine.Snapshot with the sidecar's options);
+	// trigger says why (repo.Trigger*), for its record.
+	Take     func(ctx context.Context, trigger string) (*engine.SnapshotResult, error)
 	Interval time.Duration
+	// DemandSpacing is the least time between two snapshots asked for
+	// with Demand (POST /snapshot); 0 means none.
+	DemandSpacing time.Duration
 	// Jitter spreads each wait uniformly over Interval ± Jitter×Interval;
 	// 0 means 0.1, a negative value none.
 	Jitter float64
@@ -65,17 +72,21 @@ type Attempt struct {
 	Start, End time.Time
 	Result     *engine.SnapshotResult // nil on error
 	Err        error
-	Final      bool
+	Trigger    string // repo.Trigger*
 }
 
 // Runner runs snapshots on a schedule. Its methods are safe for concurrent
 // use: the HTTP handlers read its status and trigger snapshots.
 type Runner struct {
-	o       Options
-	trigger chan struct{}
+	o    Options
+	wake chan struct{} // an on-demand snapshot may be pending
 
 	mu          sync.Mutex
-	lastSuccess time.Time // zero until a snapshot (or an unchanged check) succeeds
+	pending     bool          // an on-demand snapshot waits for its turn
+	demandRuns  bool          // an on-demand snapshot is being taken
+	lastDemand  time.Time     // when Demand last accepted a request
+	demandTook  time.Duration // how long the last on-demand snapshot took
+	lastSuccess time.Time     // zero until a snapshot (or an unchanged check) succeeds
 	last        Attempt
 	started     time.Time
 	leaseErr    error // why the lease is not held; nil when held or unused
@@ -92,15 +103,84 @@ func New(o Options) *Runner {
 	if o.Jitter == 0 {
 		o.Jitter = 0.1
 	}
-	return &Runner{o: o, trigger: make(chan struct{}, 1), started: o.Clock.Now()}
+	return &Runner{o: o, wake: make(chan struct{}, 1), started: o.Clock.Now()}
 }
 
-// Trigger asks for a snapshot now (POST /snapshot, SIGUSR1). Requests that
-// arrive while one is pending collapse into it.
+// Trigger asks for a snapshot now from inside the pod (SIGUSR1), without
+// the limits of Demand. Requests that arrive while one is pending collapse
+// into it.
 func (r *Runner) Trigger() {
+	r.mu.Lock()
+	r.pending = true
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *Runner) poke() {
 	select {
-	case r.trigger <- struct{}{}:
+	case r.wake <- struct{}{}:
 	default:
+	}
+}
+
+// DemandRefused is why Demand refused a request, and when to ask again.
+type DemandRefused struct {
+	Busy       bool // one is pending or running; otherwise too soon after the last
+	RetryAfter time.Duration
+}
+
+func (e *DemandRefused) Error() string {
+	if e.Busy {
+		return fmt.Sprintf("an on-demand snapshot is already pending or running; ask again in %d s", e.Seconds())
+	}
+	return fmt.Sprintf("the last on-demand snapshot was asked for less than the minimum spacing ago; ask again in %d s", e.Seconds())
+}
+
+// Seconds is RetryAfter in whole seconds, rounded up (Retry-After).
+func (e *DemandRefused) Seconds() int {
+	return int((e.RetryAfter + time.Second - 1) / time.Second)
+}
+
+// Demand asks for a snapshot on behalf of a network client (POST
+// /snapshot): one at a time, and at least DemandSpacing apart, so that
+// requests cannot keep the store busy. It returns a *DemandRefused when it
+// takes none.
+func (r *Runner) Demand() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.o.Clock.Now()
+	wait := max(r.lastDemand.Add(r.o.DemandSpacing).Sub(now), 0)
+	if r.pending || r.demandRuns {
+		return &DemandRefused{Busy: true, RetryAfter: max(wait, r.demandTook, time.Second)}
+	}
+	if !r.lastDemand.IsZero() && wait > 0 {
+		return &DemandRefused{RetryAfter: wait}
+	}
+	r.pending, r.lastDemand = true, now
+	r.poke()
+	return nil
+}
+
+// next waits for the next snapshot's turn and says what takes it; false
+// when ctx ends first.
+func (r *Runner) next(ctx context.Context) (string, bool) {
+	timer := r.o.Clock.After(r.wait())
+	for {
+		select {
+		case <-timer:
+			return repo.TriggerScheduled, true
+		case <-r.wake:
+			r.mu.Lock()
+			take := r.pending
+			r.pending, r.demandRuns = false, take
+			r.mu.Unlock()
+			if take {
+				r.o.Log.Info().Msg("snapshot requested")
+				return repo.TriggerOnDemand, true
+			}
+		case <-ctx.Done():
+			return "", false
+		}
 	}
 }
 
@@ -118,13 +198,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.o.Lease != nil {
 		go r.renew(ctx)
 	}
-	for {
-		r.attempt(ctx, false)
-		select {
-		case <-r.o.Clock.After(r.wait()):
-		case <-r.trigger:
-			r.o.Log.Info().Msg("snapshot requested")
-		case <-ctx.Done():
+	for trigger := repo.TriggerScheduled; ; {
+		r.attempt(ctx, trigger)
+		var ok bool
+		if trigger, ok = r.next(ctx); !ok {
 			return r.final(ctx)
 		}
 	}
@@ -146,7 +223,7 @@ func (r *Runner) final(ctx context.Context) error {
 	defer cancel()
 	r.o.Log.Info().Dur("deadline", deadline).Msg("stopping: waiting for Jenkins to finish, then taking the final snapshot")
 	f.waitForJenkins(fctx, r.o.Clock, r.o.Log)
-	a := r.attempt(fctx, true)
+	a := r.attempt(fctx, repo.TriggerFinal)
 	if r.o.Lease != nil {
 		if err := r.o.Lease.Release(fctx); err != nil {
 			r.o.Log.Warn().Err(err).Msg("could not release the store's lease; the next writer waits for it to expire")
@@ -197,12 +274,20 @@ func (r *Runner) lease(ctx context.Context) bool {
 
 // attempt takes one snapshot, if this runner holds the lease, and records
 // how it went.
-func (r *Runner) attempt(ctx context.Context, final bool) Attempt {
-	a := Attempt{Start: r.o.Clock.Now(), Final: final}
+func (r *Runner) attempt(ctx context.Context, trigger string) Attempt {
+	a := Attempt{Start: r.o.Clock.Now(), Trigger: trigger}
+	if trigger == repo.TriggerOnDemand {
+		defer func() {
+			r.mu.Lock()
+			r.demandRuns, r.demandTook = false, a.End.Sub(a.Start)
+			r.mu.Unlock()
+		}()
+	}
 	if !r.lease(ctx) {
+		a.End = a.Start
 		return a // not an attempt: Status says who writes
 	}
-	a.Result, a.Err = r.o.Take(ctx)
+	a.Result, a.Err = r.o.Take(ctx, trigger)
 	a.End = r.o.Clock.Now()
 	r.mu.Lock()
 	r.last = a

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/engine"
-	"github.com/homesnap/homesnap/internal/metrics"
+	"github.com/homesnap/homesnap/internal/repo"
 )
 
 // fakeClock moves only when the test advances it.
@@ -69,9 +68,15 @@ func (c *fakeClock) Advance(d time.Duration) {
 type takes struct {
 	calls chan bool // ctx still alive at the call
 	err   atomic.Pointer[error]
+
+	mu       sync.Mutex
+	triggers []string
 }
 
-func (tk *takes) take(ctx context.Context) (*engine.SnapshotResult, error) {
+func (tk *takes) take(ctx context.Context, trigger string) (*engine.SnapshotResult, error) {
+	tk.mu.Lock()
+	tk.triggers = append(tk.triggers, trigger)
+	tk.mu.Unlock()
 	tk.calls <- ctx.Err() == nil
 	if p := tk.err.Load(); p != nil {
 		return nil, *p
@@ -96,7 +101,7 @@ func TestScheduleTriggerAndFinalSnapshot(t *testing.T) {
 	r := New(Options{
 		Take: tk.take, Interval: 5 * time.Minute, Clock: clock, Log: zerolog.Nop(),
 		Rand:    func() float64 { return 0 }, // the shortest jitter: 0.9 × interval
-		Observe: func(a Attempt) { finals.Add(map[bool]int32{true: 1}[a.Final]) },
+		Observe: func(a Attempt) { finals.Add(map[bool]int32{true: 1}[a.Trigger == repo.TriggerFinal]) },
 		Final:   Final{Timeout: time.Minute},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -129,6 +134,11 @@ func TestScheduleTriggerAndFinalSnapshot(t *testing.T) {
 	if finals.Load() != 1 {
 		t.Errorf("%d final attempts, want 1", finals.Load())
 	}
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	if got := strings.Join(tk.triggers, " "); got != "scheduled scheduled on-demand final" {
+		t.Errorf("snapshots taken for %s, want scheduled scheduled on-demand final", got)
+	}
 }
 
 func TestJitterStaysWithinTenPercent(t *testing.T) {
@@ -151,13 +161,13 @@ func TestReadiness(t *testing.T) {
 	}
 	fail := errors.New("store unreachable")
 	tk.err.Store(&fail)
-	r.attempt(context.Background(), false)
+	r.attempt(context.Background(), repo.TriggerScheduled)
 	<-tk.calls
 	if s := r.Status(); s.Ready || !strings.Contains(s.Reason, "store unreachable") {
 		t.Errorf("after a failure: %+v", s)
 	}
 	tk.err.Store(nil)
-	r.attempt(context.Background(), false)
+	r.attempt(context.Background(), repo.TriggerScheduled)
 	<-tk.calls
 	if s := r.Status(); !s.Ready {
 		t.Errorf("after a success: %+v", s)
@@ -182,7 +192,7 @@ func TestFinalSnapshotWaitsForJenkinsToStop(t *testing.T) {
 	var sawStopped bool
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
 			sawStopped = stopped.Load()
 			return &engine.SnapshotResult{}, nil
 		},
@@ -221,7 +231,7 @@ func TestFinalSnapshotWaitsForAQuietHome(t *testing.T) {
 	var at time.Time
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
-		Take: func(context.Context) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
 			at = clock.Now()
 			return &engine.SnapshotResult{}, nil
 		},
@@ -232,51 +242,6 @@ func TestFinalSnapshotWaitsForAQuietHome(t *testing.T) {
 	}
 	if got := at.Sub(start); got < 10*time.Second {
 		t.Errorf("final snapshot %v after the stop, want ≥ 10s (7s of writes + 3s quiet)", got)
-	}
-}
-
-func TestHTTPEndpoints(t *testing.T) {
-	clock, tk := newFakeClock(), &takes{calls: make(chan bool, 4)}
-	m := metrics.New()
-	r := New(Options{Take: tk.take, Interval: time.Minute, Clock: clock, Log: zerolog.Nop(),
-		Observe: func(a Attempt) { m.Observe(a.Start, a.End, a.Result, a.Err) }})
-	srv := httptest.NewServer(Handler(r, m.Handler()))
-	defer srv.Close()
-	get := func(method, path string) (int, string) {
-		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, _ := get("GET", "/healthz"); code != 200 {
-		t.Errorf("/healthz %d", code)
-	}
-	if code, body := get("GET", "/readyz"); code != 503 || !strings.Contains(body, "no snapshot") {
-		t.Errorf("/readyz before a snapshot: %d %q", code, body)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go r.Run(ctx)
-	expect(t, "first snapshot", tk.calls)
-	<-clock.waiting
-	if code, _ := get("POST", "/snapshot"); code != http.StatusAccepted {
-		t.Errorf("POST /snapshot %d", code)
-	}
-	expect(t, "requested snapshot", tk.calls)
-	<-clock.waiting
-	if code, body := get("GET", "/readyz"); code != 200 {
-		t.Errorf("/readyz after snapshots: %d %q", code, body)
-	}
-	if code, _ := get("GET", "/snapshot"); code != http.StatusMethodNotAllowed {
-		t.Errorf("GET /snapshot %d, want 405", code)
-	}
-	_, body := get("GET", "/metrics")
-	if !strings.Contains(body, `homesnap_snapshots_total{result="committed"} 2`) || !strings.Contains(body, "homesnap_last_success_timestamp_seconds 1.7") {
-		t.Errorf("/metrics lacks the two committed snapshots or the success time:\n%s", grep(body, "homesnap_"))
 	}
 }
 

@@ -30,7 +30,7 @@ func TestFirstSnapshotWaitsForJenkins(t *testing.T) {
 	defer cancel()
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
 			taken <- up.Load()
 			return &engine.SnapshotResult{}, nil
 		},
@@ -73,7 +73,7 @@ func TestNoSnapshotWhenJenkinsNeverStarted(t *testing.T) {
 	var calls atomic.Int32
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
 			calls.Add(1)
 			return &engine.SnapshotResult{}, nil
 		},

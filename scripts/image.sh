@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the homesnap image with buildah from Dockerfile.release: compiles
+# static binaries here, stages them with the CA certificates in a build
+# context, and runs `buildah bud` (no Docker engine, no base image pulled).
+#
+#   scripts/image.sh                      # localhost/homesnap:VERSION, this machine's arch
+#   PLATFORMS=linux/amd64,linux/arm64 IMAGE=ghcr.io/homesnap/homesnap:0.1.0 scripts/image.sh
+#
+# With several platforms IMAGE names a manifest list (push it with
+# `buildah manifest push --all IMAGE docker://IMAGE`). VERSION defaults to
+# the Dockerfile's ARG VERSION and REVISION to the checkout's commit. The
+# image name is printed on standard output.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+VERSION=${VERSION:-$(sed -n 's/^ARG VERSION=//p' Dockerfile)}
+REVISION=${REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+PLATFORMS=${PLATFORMS:-linux/$(go env GOARCH)}
+IMAGE=${IMAGE:-localhost/homesnap:$VERSION}
+CA=${CA_CERTIFICATES:-/etc/ssl/certs/ca-certificates.crt}
+
+die() { printf 'image.sh: %s\n' "$*" >&2; exit 1; }
+[ -n "$VERSION" ] || die "no VERSION given and no ARG VERSION=... in Dockerfile"
+command -v buildah >/dev/null || die "buildah not found (apt-get install -y buildah, or scripts/install-test-deps.sh)"
+[ -s "$CA" ] || die "$CA not found: install ca-certificates or set CA_CERTIFICATES"
+
+ctx=$(mktemp -d "${TMPDIR:-/tmp}/homesnap-image.XXXXXX")
+trap 'rm -rf "$ctx"' EXIT
+cp "$CA" "$ctx/ca-certificates.crt"
+mkdir "$ctx/home"
+
+pkg=github.com/homesnap/homesnap/internal/version
+ldflags="-s -w -buildid= -X $pkg.Version=$VERSION -X $pkg.Revision=$REVISION"
+IFS=, read -ra platforms <<<"$PLATFORMS"
+for p in "${platforms[@]}"; do
+  os=${p%%/*} arch=${p#*/}
+  printf '== go build %s\n' "$p" >&2
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" \
+    -o "$ctx/bin/${os}_$arch/" ./cmd/restore ./cmd/snapshot ./cmd/prune
+done
+
+args=(--format oci --layers=false -f "$ROOT/Dockerfile.release"
+  --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION")
+if ((${#platforms[@]} == 1)); then
+  os=${platforms[0]%%/*} arch=${platforms[0]#*/}
+  buildah bud "${args[@]}" --platform "${platforms[0]}" \
+    --build-arg "TARGETOS=$os" --build-arg "TARGETARCH=$arch" -t "$IMAGE" "$ctx" >&2
+else
+  buildah manifest rm "$IMAGE" >/dev/null 2>&1 || true
+  buildah manifest create "$IMAGE" >/dev/null
+  for p in "${platforms[@]}"; do
+    os=${p%%/*} arch=${p#*/}
+    buildah bud "${args[@]}" --platform "$p" \
+      --build-arg "TARGETOS=$os" --build-arg "TARGETARCH=$arch" --manifest "$IMAGE" "$ctx" >&2
+  done
+fi
+echo "$IMAGE"
