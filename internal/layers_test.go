@@ -39,6 +39,8 @@ var rules = []rule{
 		why: "selection knows only the Jenkins presets"},
 	{from: "internal/jenkins", deny: []string{"internal"}, allow: []string{"internal/jenkins"},
 		why: "Jenkins knowledge is a leaf: file formats and crypto, no storage or orchestration"},
+	{from: "internal/homefs", deny: []string{"internal"}, allow: []string{"internal/homefs"},
+		why: "the home file layer is a leaf: system calls on descriptors, nothing of homesnap"},
 	{from: "internal", except: []string{"internal/cli", "internal/e2e"}, deny: []string{"internal/cli", "cmd"},
 		why: "only the mains use the CLI package"},
 }

@@ -62,6 +62,9 @@ type Entry struct {
 	// Change detection: not restored, compared with the next walk.
 	CTime int64  `json:"ctime,omitempty"`
 	Inode uint64 `json:"ino,omitempty"`
+	// Dev is the device the walk saw the path on: a read must find the
+	// same device and inode. Never stored.
+	Dev uint64 `json:"-"`
 	// Changed is set when the file changed while it was read (a log being
 	// appended, a file rewritten): the bytes are a prefix or a mix, the
 	// metadata is from before the read, so the next snapshot reads it again.

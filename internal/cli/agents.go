@@ -10,12 +10,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
@@ -98,7 +99,7 @@ func loadState(ctx context.Context, cfg *restoreConfig, st store.Store, ref stri
 		if cfg.Home == "" {
 			return nil, "", usageError{errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME")}
 		}
-		s, err := jenkins.Inspect(os.DirFS(cfg.Home), opts)
+		s, err := inspectHome(cfg.Home, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("home %s: %w", cfg.Home, err)
 		}
@@ -217,14 +218,31 @@ func logComparison(log zerolog.Logger, c *jenkins.Comparison, what string) {
 // currentHome inspects the home before a restore when it already holds
 // keys, so that the restore can say what changes for its agents.
 func currentHome(home string) *jenkins.State {
-	if _, err := os.Stat(filepath.Join(home, filepath.FromSlash(jenkins.MasterKeyPath))); err != nil {
+	d, err := homefs.Open(home)
+	if err != nil {
 		return nil
 	}
-	s, err := jenkins.Inspect(os.DirFS(home), jenkins.Options{})
+	defer d.Close()
+	var st unix.Stat_t
+	if d.Lstat(jenkins.MasterKeyPath, &st) != nil {
+		return nil
+	}
+	s, err := jenkins.Inspect(homefs.FS(d), jenkins.Options{})
 	if err != nil {
 		return nil
 	}
 	return s
+}
+
+// inspectHome runs the agent check on a home on disk, through homefs: no
+// symlink is followed, no file but a regular one is read.
+func inspectHome(home string, opts jenkins.Options) (*jenkins.State, error) {
+	d, err := homefs.Open(home)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return jenkins.Inspect(homefs.FS(d), opts)
 }
 
 // ownsMasterKey reports whether a snapshot's selection covers master.key
@@ -236,59 +254,48 @@ func ownsMasterKey(sfs *engine.SnapshotFS) bool {
 
 // installMasterKey puts the supplied master key at secrets/master.key (mode
 // 0600, owned like secrets/ when running as root). A different key already
-// there is moved aside, never deleted.
+// there is moved aside, never deleted. It writes through homefs: a symlink
+// planted at secrets/, at master.key or at the temporary name is never
+// written through.
 func installMasterKey(home string, key []byte, log zerolog.Logger) error {
-	dir := filepath.Join(home, jenkins.SecretsDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("install master key: %w", err)
-	}
 	dst := filepath.Join(home, filepath.FromSlash(jenkins.MasterKeyPath))
-	old, err := os.ReadFile(dst)
-	if err == nil && bytes.Equal(old, key) {
-		return nil
-	}
-	tmp := filepath.Join(dir, ".master.key.homesnap-tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("install master key: %w", err)
-	}
-	_, err = f.Write(key)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && os.Geteuid() == 0 {
-		if fi, serr := os.Stat(dir); serr == nil {
-			if uid, gid, ok := fileOwner(fi); ok {
-				err = os.Lchown(tmp, uid, gid)
-			}
-		}
-	}
-	if err == nil && old != nil {
-		aside := dst + ".homesnap-replaced-" + time.Now().UTC().Format("20060102T150405Z")
-		if err = os.Rename(dst, aside); err == nil {
-			log.Warn().Str("moved_to", aside).Msg("secrets/master.key differed from the master key file; the old one was moved aside")
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := writeMasterKey(home, key, log); err != nil {
 		return fmt.Errorf("install master key into %s: %w", dst, err)
 	}
 	log.Info().Str("path", dst).Msg("master key installed from the master key file")
 	return nil
 }
 
-func fileOwner(fi fs.FileInfo) (uid, gid int, ok bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, false
+func writeMasterKey(home string, key []byte, log zerolog.Logger) error {
+	d, err := homefs.Open(home)
+	if err != nil {
+		return err
 	}
-	return int(st.Uid), int(st.Gid), true
+	defer d.Close()
+	if err := d.Mkdir(jenkins.SecretsDir, 0o700); err != nil {
+		return err
+	}
+	var owner *homefs.Owner
+	if os.Geteuid() == 0 {
+		var st unix.Stat_t
+		if err := d.Lstat(jenkins.SecretsDir, &st); err != nil {
+			return err
+		}
+		owner = &homefs.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+	}
+	old, err := d.ReadFile(jenkins.MasterKeyPath, jenkins.MaxKeyFile)
+	switch {
+	case err == nil && bytes.Equal(old, key):
+		return nil
+	case errors.Is(err, unix.ENOENT):
+	default: // another key, or something that is not one: kept aside
+		aside := jenkins.MasterKeyPath + ".homesnap-replaced-" + time.Now().UTC().Format("20060102T150405Z")
+		if err := d.Rename(jenkins.MasterKeyPath, d, aside); err != nil {
+			return err
+		}
+		log.Warn().Str("moved_to", filepath.Join(home, filepath.FromSlash(aside))).Msg("secrets/master.key differed from the master key file; the old one was moved aside")
+	}
+	return d.WriteFile(jenkins.MasterKeyPath, ".master.key.homesnap-tmp", key, 0o600, owner)
 }
 
 // restoreCheck is the agent check of one restore: on the home as it will
@@ -326,9 +333,11 @@ func (c *restoreCheck) afterCommit(ctx context.Context, home string, empty bool)
 		return nil
 	}
 	if empty {
-		if _, err := os.Stat(home); err == nil {
+		if d, err := homefs.Open(home); err == nil {
 			first := agentCheckOptions{masterKey: c.opts.masterKey, require: c.opts.require}
-			if err := agentCheck(first, c.log)(ctx, os.DirFS(home)); err != nil {
+			err := agentCheck(first, c.log)(ctx, homefs.FS(d))
+			d.Close()
+			if err != nil {
 				return err
 			}
 		}
@@ -353,10 +362,16 @@ func guardKeys(ctx context.Context, home string, st store.Store, accept bool, lo
 }
 
 func compareWithHead(ctx context.Context, home string, st store.Store, accept bool, log zerolog.Logger) error {
-	if _, err := os.Stat(filepath.Join(home, jenkins.SecretsDir)); errors.Is(err, fs.ErrNotExist) {
+	d, err := homefs.Open(home)
+	if err != nil {
+		return fmt.Errorf("agent check of %s: %w", home, err)
+	}
+	defer d.Close()
+	var secrets unix.Stat_t
+	if err := d.Lstat(jenkins.SecretsDir, &secrets); errors.Is(err, unix.ENOENT) {
 		return nil // secrets/ vanished: the snapshot's shrink guard refuses it, naming it
 	}
-	now, err := jenkins.Inspect(os.DirFS(home), jenkins.Options{})
+	now, err := jenkins.Inspect(homefs.FS(d), jenkins.Options{})
 	if err != nil {
 		return fmt.Errorf("agent check of %s: %w", home, err)
 	}
@@ -374,7 +389,7 @@ func compareWithHead(ctx context.Context, home string, st store.Store, accept bo
 	}
 	var opts jenkins.Options
 	if !ownsMasterKey(sfs) {
-		opts.MasterKey, _ = os.ReadFile(filepath.Join(home, filepath.FromSlash(jenkins.MasterKeyPath)))
+		opts.MasterKey, _ = d.ReadFile(jenkins.MasterKeyPath, jenkins.MaxKeyFile)
 	}
 	head, err := jenkins.Inspect(sfs, opts)
 	if err != nil {

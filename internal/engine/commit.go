@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 )
 
@@ -107,7 +108,7 @@ func (r *restorer) chownOurs(dir int, rel string) error {
 	if r.o.Chown == nil {
 		return nil
 	}
-	return unix.Fchownat(dir, rel, r.o.Chown.UID, r.o.Chown.GID, unix.AT_SYMLINK_NOFOLLOW)
+	return homefs.Dir(dir).Chown(rel, r.o.Chown.UID, r.o.Chown.GID)
 }
 
 // findExtras plans the removal of the selected paths of the home that the
@@ -238,7 +239,7 @@ var errSimulatedKill = errors.New("simulated kill")
 // do takes one step, journaling it first.
 func (r *restorer) do(a *action, j *journal) error {
 	if a.kind == actMeta {
-		if err := unix.Fstatat(r.home, a.rel, &a.meta.old, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := homefs.Dir(r.home).Lstat(a.rel, &a.meta.old); err != nil {
 			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
 		}
 	}
@@ -256,7 +257,7 @@ func (r *restorer) do(a *action, j *journal) error {
 		}
 	case actMeta:
 		a.done = true // a partial change is undone too
-		if err := r.setMeta(r.home, a.rel, a.meta.e, false); err != nil {
+		if err := r.setHomeMeta(a.rel, a.meta.e); err != nil {
 			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)
 		}
 		return nil
@@ -273,22 +274,43 @@ func (r *restorer) undo(a *action) error {
 		return r.rename(r.home, a.rel, r.tree, a.rel)
 	}
 	st := &a.meta.old
+	home := homefs.Dir(r.home)
 	if r.root {
-		if err := unix.Fchownat(r.home, a.rel, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := home.Chown(a.rel, int(st.Uid), int(st.Gid)); err != nil {
 			return err
 		}
 	}
-	if err := unix.Fchmodat(r.home, a.rel, st.Mode&0o7777, 0); err != nil {
+	if err := home.Chmod(a.rel, st.Mode&0o7777); err != nil {
 		return err
 	}
-	return unix.UtimesNanoAt(r.home, a.rel, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+	return home.SetTimes(a.rel, []unix.Timespec{st.Atim, st.Mtim})
+}
+
+// setHomeMeta sets a home directory's metadata in the commit. The home
+// is live (a partial restore into a running controller): each change is
+// made on the path opened beneath the home with no symlink, so a
+// directory swapped for a link meanwhile cannot redirect a root chown or
+// chmod.
+func (r *restorer) setHomeMeta(rel string, e *archive.Entry) error {
+	home := homefs.Dir(r.home)
+	if uid, gid, ok := r.owner(e); ok {
+		if err := home.Chown(rel, uid, gid); err != nil {
+			return err
+		}
+	}
+	if err := home.Chmod(rel, unixMode(e.Mode)); err != nil { // after chown, which clears setuid/setgid
+		return err
+	}
+	return home.SetTimes(rel, []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)})
 }
 
 func (r *restorer) rename(fromDir int, from string, toDir int, to string) error {
 	if r.o.hooks.rename != nil {
 		return r.o.hooks.rename(fromDir, from, toDir, to)
 	}
-	return unix.Renameat(fromDir, from, toDir, to)
+	// Both parents opened beneath their directories: only the last
+	// component of either path is resolved by the rename itself.
+	return homefs.Dir(fromDir).Rename(from, homefs.Dir(toDir), to)
 }
 
 // rollback undoes the steps taken, newest first.

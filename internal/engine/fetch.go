@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/store"
@@ -329,7 +330,7 @@ func (r *restorer) sameEntry(st *unix.Stat_t, e *archive.Entry) bool {
 		if e.Type != archive.TypeSymlink || !r.sameMeta(st, e) {
 			return false
 		}
-		link, err := readlinkAt(r.home, e.Path)
+		link, err := homefs.Dir(r.home).Readlink(e.Path)
 		return err == nil && link == e.Link
 	}
 	return false
@@ -337,15 +338,18 @@ func (r *restorer) sameEntry(st *unix.Stat_t, e *archive.Entry) bool {
 
 // sameContent reports whether a home file's bytes hash to e's.
 func (r *restorer) sameContent(e *archive.Entry) (bool, error) {
-	fd, err := unix.Openat(r.home, e.Path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
+	var st unix.Stat_t
+	fd, err := homefs.Dir(r.home).OpenRegular(e.Path, &st)
+	if err != nil || st.Size != e.Size {
 		return false, nil // replaced below
 	}
 	f := os.NewFile(uintptr(fd), r.abs(e.Path))
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if n, err := io.CopyN(h, f, e.Size+1); err != nil && err != io.EOF {
 		return false, fmt.Errorf("read %s: %w", f.Name(), err)
+	} else if n != e.Size { // changed since the stat
+		return false, nil
 	}
 	var sum archive.Hash
 	h.Sum(sum[:0])

@@ -1,17 +1,16 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 )
 
@@ -21,8 +20,9 @@ import (
 // accepted (up to PATH_MAX relative to the home) can be staged and moved,
 // however deep the home itself is mounted.
 
+// openDirAt opens a directory beneath dir with no symlink on the way.
 func openDirAt(dir int, rel string) (int, error) {
-	fd, err := unix.Openat(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := homefs.Dir(dir).OpenRaw(rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return -1, fmt.Errorf("open %s: %w", rel, err)
 	}
@@ -31,27 +31,7 @@ func openDirAt(dir int, rel string) (int, error) {
 
 // openBeneath opens a directory of the home with no symlink on the way.
 func openBeneath(dir int, rel string) (int, error) {
-	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
-	})
-	if errors.Is(err, unix.ENOSYS) { // before Linux 5.6: the last component at least
-		fd, err = unix.Openat(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	}
-	return fd, err
-}
-
-func readlinkAt(dir int, rel string) (string, error) {
-	for size := 256; ; size *= 2 {
-		buf := make([]byte, size)
-		n, err := unix.Readlinkat(dir, rel, buf)
-		if err != nil {
-			return "", err
-		}
-		if n < size {
-			return string(buf[:n]), nil
-		}
-	}
+	return homefs.Dir(dir).OpenRaw(rel, unix.O_RDONLY|unix.O_DIRECTORY)
 }
 
 // holdsUnselected reports whether the home directory rel holds a path the
@@ -108,15 +88,16 @@ func syncFS(dir int) error { return unix.Syncfs(dir) }
 // is absent when the restore removes it, and otherwise is the home's own
 // (unchanged files, and unselected paths, which the restore never
 // touches). ReadDir merges a directory's staged and home entries; a
-// directory opened with Open lists only one side. Symlinks are followed as
-// os.DirFS follows them.
+// directory opened with Open lists only one side. Both sides are read
+// through homefs.FS: no symlink is followed, nothing but regular files and
+// directories is opened.
 type overlayFS struct {
-	home, tree string
+	home, tree homefs.Dir
 	removed    map[string]bool
 }
 
 func (r *restorer) overlay() fs.FS {
-	return &overlayFS{home: r.o.Home, tree: r.abs(r.stageDir + "/tree"), removed: r.removeSet}
+	return &overlayFS{home: homefs.Dir(r.home), tree: homefs.Dir(r.tree), removed: r.removeSet}
 }
 
 func (o *overlayFS) gone(name string) bool {
@@ -135,16 +116,16 @@ func (o *overlayFS) Open(name string) (fs.File, error) {
 	if o.gone(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	staged := filepath.Join(o.tree, filepath.FromSlash(name))
-	home := filepath.Join(o.home, filepath.FromSlash(name))
-	sfi, serr := os.Lstat(staged)
-	if serr == nil && name != "." {
-		if hfi, herr := os.Lstat(home); !sfi.IsDir() || herr != nil || !hfi.IsDir() {
-			return os.Open(staged)
+	var staged, home unix.Stat_t
+	if name != "." && o.tree.Lstat(name, &staged) == nil {
+		if o.home.Lstat(name, &home) != nil || !isDir(&staged) || !isDir(&home) {
+			return homefs.FS(o.tree).Open(name)
 		}
 	}
-	return os.Open(home)
+	return homefs.FS(o.home).Open(name)
 }
+
+func isDir(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
 
 func (o *overlayFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !fs.ValidPath(name) || o.gone(name) {
@@ -152,8 +133,8 @@ func (o *overlayFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	byName := map[string]fs.DirEntry{}
 	found := false
-	for _, root := range []string{o.home, o.tree} { // staged entries win
-		list, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(name)))
+	for _, root := range []homefs.Dir{o.home, o.tree} { // staged entries win
+		list, err := fs.ReadDir(homefs.FS(root), name)
 		if err != nil {
 			continue
 		}

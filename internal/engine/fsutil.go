@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/homesnap/homesnap/internal/homefs"
 )
 
 // errVanished means a path disappeared or stopped being a regular file
@@ -23,28 +25,23 @@ type regularFile struct {
 	st   unix.Stat_t
 }
 
-// openRegular opens a regular file without following symlinks. O_NONBLOCK
-// keeps a FIFO swapped in since the walk from blocking the open.
-func openRegular(path string) (*regularFile, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// openRegular opens a regular file of the home beneath its descriptor,
+// with no symlink in any component: a directory swapped for a link since
+// the walk reads as vanished, never as the file it leads to.
+func openRegular(home homefs.Dir, rel, path string) (*regularFile, error) {
+	f := &regularFile{path: path}
+	fd, err := home.OpenRegular(rel, &f.st)
 	if err != nil {
 		switch {
-		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR),
+			errors.Is(err, unix.EXDEV), errors.Is(err, homefs.ErrNotRegular):
 			return nil, errVanished
 		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 			return nil, fmt.Errorf("cannot read %s: permission denied; run homesnap as the home's owner (uid 1000 in the Jenkins image) or fix the file's mode", path)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	f := &regularFile{fd: fd, path: path}
-	if err := unix.Fstat(fd, &f.st); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("stat %s: %w", path, err)
-	}
-	if f.st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.Close()
-		return nil, errVanished
-	}
+	f.fd = fd
 	return f, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
 	"golang.org/x/sys/unix"
@@ -74,14 +75,13 @@ func (f Fingerprint) Changed(now Fingerprint) bool {
 // count ever differ from a walk, the next restore sees local changes and
 // skips, and the sidecar's next walk marks the home afresh: safe.
 func restoredPrint(home string, res *RestoreResult) (Fingerprint, error) {
-	f, err := os.CreateTemp(home, scan.ReservedPrefix+"probe-*")
+	d, err := homefs.Open(home)
 	if err != nil {
 		return Fingerprint{}, err
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
+	defer d.Close()
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	if err := d.Probe(scan.ReservedPrefix+"probe", &st); err != nil {
 		return Fingerprint{}, err
 	}
 	return Fingerprint{Entries: res.Entries, Bytes: res.Bytes, MaxCTime: st.Ctim.Nano(), Counted: true}, nil
@@ -105,50 +105,61 @@ func TakeFingerprint(ctx context.Context, home string, sel *selector.Selector) (
 	return f, selected, err
 }
 
+// maxHomeMark bounds the mark a restore reads: it is a few hundred bytes
+// plus the selection's patterns, and anyone who writes the home can
+// replace it.
+const maxHomeMark = 1 << 20
+
 // ReadHomeMark returns the home's mark, or nil when it has none.
 func ReadHomeMark(home string) (*HomeMark, error) {
 	p := filepath.Join(home, HomeMarkName)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	d, err := homefs.Open(home)
+	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
+	data, err := d.ReadFile(HomeMarkName, maxHomeMark)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err == nil {
+		var m *HomeMark
+		if m, err = parseHomeMark(data); err == nil {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("%s is damaged (%v): remove it, then restore with --force if the home's data may be replaced", p, err)
+}
+
+func parseHomeMark(data []byte) (*HomeMark, error) {
 	var m HomeMark
-	if err := json.Unmarshal(data, &m); err != nil || m.Snapshot == "" {
-		return nil, fmt.Errorf("%s is damaged (%v): remove it, then restore with --force if the home's data may be replaced", p, err)
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if m.Snapshot == "" {
+		return nil, errors.New("no snapshot named")
 	}
 	return &m, nil
 }
 
 // WriteHomeMark replaces the home's mark atomically (temporary file in the
-// home, fsync, rename).
+// home created afresh, fsync, rename).
 func WriteHomeMark(home string, m *HomeMark) error {
 	m.Written = time.Now().UTC()
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(home, HomeMarkName)
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	d, err := homefs.Open(home)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
+		return err
 	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", p, err)
+	defer d.Close()
+	if err := d.WriteFile(HomeMarkName, HomeMarkName+".tmp", append(data, '\n'), 0o644, nil); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(home, HomeMarkName), errors.Unwrap(err))
 	}
 	return nil
 }

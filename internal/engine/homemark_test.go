@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -118,4 +119,53 @@ func TestRestoredHomeMarkMatchesAWalk(t *testing.T) {
 			t.Errorf("%s: a chmod after the restore went unseen", name)
 		}
 	}
+}
+
+// TestHomeMarkIsBoundedAndNeverWrittenThroughALink: a mark that is a link
+// to /dev/zero or larger than the bound is damaged, not read forever; a
+// link planted at the mark's temporary name is replaced, not written
+// through.
+func TestHomeMarkIsBoundedAndNeverWrittenThroughALink(t *testing.T) {
+	home, outside := t.TempDir(), filepath.Join(t.TempDir(), "root-only")
+	if err := os.WriteFile(outside, []byte("root only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(home, HomeMarkName)
+	os.Symlink("/dev/zero", mark)
+	if _, err := ReadHomeMark(home); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a mark linked to /dev/zero: %v", err)
+	}
+	os.Remove(mark)
+	os.WriteFile(mark, []byte(`{"snapshot":"x","store":"`+strings.Repeat("a", maxHomeMark)+`"}`), 0o644)
+	if _, err := ReadHomeMark(home); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
+		t.Fatalf("a mark over the bound: %v", err)
+	}
+	os.Symlink(outside, mark+".tmp")
+	if err := WriteHomeMark(home, &HomeMark{Snapshot: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(outside); string(got) != "root only" {
+		t.Fatalf("the file behind the planted link became %q", got)
+	}
+	if m, err := ReadHomeMark(home); err != nil || m.Snapshot != "s1" {
+		t.Fatalf("mark read back: %+v, %v", m, err)
+	}
+	if m, err := ReadHomeMark(filepath.Join(home, "none")); m != nil || err != nil {
+		t.Fatalf("no home: %+v, %v", m, err)
+	}
+}
+
+// FuzzHomeMarkParse: whatever a home writer puts in the mark, the reader
+// returns a mark naming a snapshot or an error, and never panics.
+func FuzzHomeMarkParse(f *testing.F) {
+	f.Add([]byte(`{"store":"file:///s","snapshot":"20260101T000000.000Z-abcdef","time":"2026-01-01T00:00:00Z","selection":{"preset":"jenkins"},"fingerprint":{"entries":3,"max_ctime":1,"bytes":2,"inode_sum":4}}`))
+	f.Add([]byte(`{"snapshot":""}`))
+	f.Add([]byte(`{"snapshot":1}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseHomeMark(data)
+		if err == nil && (m == nil || m.Snapshot == "") {
+			t.Fatalf("accepted %q as %+v", data, m)
+		}
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
@@ -250,11 +251,13 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	r.res.OwnersAsStored = r.root && r.o.Chown == nil
 	r.umask = processUmask()
 	r.stageFD, r.tree, r.disp = -1, -1, -1
-	if r.home, err = unix.Open(r.o.Home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+	home, err := homefs.Open(r.o.Home)
+	r.home = home.Fd()
+	if err != nil {
 		if r.o.DryRun && errors.Is(err, unix.ENOENT) {
 			r.home = -1 // a dry run into a home that does not exist yet
 		} else {
-			return fmt.Errorf("open home %s: %w", r.o.Home, err)
+			return fmt.Errorf("open home %s: %w", r.o.Home, errors.Unwrap(err))
 		}
 	}
 	defer r.closeFDs()

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
@@ -261,7 +262,8 @@ type snapshotter struct {
 	o        SnapshotOptions
 	id       string
 	parentID string
-	seq      int64 // the parent's Seq
+	seq      int64      // the parent's Seq
+	home     homefs.Dir // open while run runs
 	comp     *archive.Compressor
 	written  []string // keys stored so far, removed if the snapshot is not committed
 	// What the parent and this snapshot select, for the shrink guard;
@@ -286,6 +288,7 @@ type item struct {
 	// unchanged entry is left out of the delta; with e nil, the path is
 	// gone since the base.
 	base        *archive.Entry
+	prev        *archive.Entry // the parent's entry at the path, if any
 	write       bool
 	fromStore   bool // a consolidation copies the bytes from the entry's old archive
 	loaded      bool // a loader read the file's bytes into job.data at at
@@ -311,6 +314,10 @@ type counts struct {
 
 func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*SnapshotResult, error) {
 	var err error
+	if s.home, err = homefs.Open(s.o.Home); err != nil {
+		return nil, err
+	}
+	defer s.home.Close()
 	if s.comp, err = archive.NewCompressor(s.o.Level, s.o.Jobs); err != nil {
 		return nil, err
 	}
@@ -512,7 +519,7 @@ func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, 
 		cnt.seen++
 		s.print.Add(e)
 		s.census.add(e)
-		it := item{e: e}
+		it := item{e: e, prev: prev}
 		if s.base != "" {
 			it.base = base
 		}
@@ -609,11 +616,17 @@ func (s *snapshotter) writeFile(fw *archive.FrameWriter, j *job, it *item, buf [
 
 // openItem opens an item's file. Its entry takes the metadata of the open
 // file, which is what the bytes read next belong to. A file gone since the
-// walk drops out of the snapshot: no file and no error.
+// walk drops out of the snapshot: no file and no error. So does a file that
+// is not the one the walk saw (another device or inode: replaced since, or
+// a path redirected): the snapshot stores only what the walk saw, and
+// keeps the parent's version, marked to be read again, when it has one.
 func (s *snapshotter) openItem(it *item) (*regularFile, error) {
 	e := it.e
 	path := filepath.Join(s.o.Home, filepath.FromSlash(e.Path))
-	f, err := openRegular(path)
+	if beforeOpen != nil {
+		beforeOpen(path)
+	}
+	f, err := openRegular(s.home, e.Path, path)
 	if errors.Is(err, errVanished) {
 		s.o.Log.Debug().Str("path", e.Path).Msg("vanished before it was read")
 		it.e, it.write = nil, false
@@ -625,8 +638,29 @@ func (s *snapshotter) openItem(it *item) (*regularFile, error) {
 	if afterOpen != nil {
 		afterOpen(path)
 	}
+	if uint64(f.st.Dev) != e.Dev || f.st.Ino != e.Inode {
+		f.Close()
+		s.replacedInFlight(it)
+		return nil, nil
+	}
 	*e = *scan.FromStat(e.Path, &f.st)
 	return f, nil
+}
+
+// replacedInFlight leaves out the bytes of a file replaced between the
+// walk and the read. The parent's entry stands in, marked changed so the
+// next snapshot reads the path again, unless its bytes live in an archive
+// this snapshot retires (a consolidation): then the path is left out.
+func (s *snapshotter) replacedInFlight(it *item) {
+	s.o.Log.Warn().Str("path", it.e.Path).Msg("file changed while it was read; snapshot keeps the bytes read and marks it for the next snapshot")
+	it.write = false
+	if p := it.prev; p != nil && p.Type == archive.TypeFile && !(p.HasData() && s.o.rewrite[p.Archive]) {
+		e := *p
+		e.Changed = true
+		it.e = &e
+		return
+	}
+	it.e = nil
 }
 
 // readContent reads e.Size bytes of f in chunks of buf, hands each to put
@@ -710,8 +744,9 @@ func (s *snapshotter) sequence(ctx context.Context, j *job, w *lazyUpload, mw *a
 	return ctx.Err()
 }
 
-// afterOpen lets tests change a file between open and read.
-var afterOpen func(path string)
+// afterOpen lets tests change a file between open and read, beforeOpen
+// between the walk and the open.
+var afterOpen, beforeOpen func(path string)
 
 func hostname() string {
 	h, _ := os.Hostname()

@@ -90,7 +90,11 @@ func Inspect(fsys fs.FS, o Options) (*State, error) {
 	if master != nil {
 		s.MasterKey = "supplied"
 	} else {
-		data, err := readOptional(fsys, MasterKeyPath)
+		data, err := readOptional(fsys, MasterKeyPath, MaxKeyFile)
+		if errors.Is(err, ErrUnreadable) {
+			s.note(MasterKeyPath, true, "%v: Jenkins cannot use it", err)
+			data, err = nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +114,11 @@ func Inspect(fsys fs.FS, o Options) (*State, error) {
 	if nodes != nil {
 		s.Nodes = nodes
 	}
-	enc, err := readOptional(fsys, IdentityPath)
+	enc, err := readOptional(fsys, IdentityPath, MaxKeyFile)
+	if errors.Is(err, ErrUnreadable) {
+		s.note(IdentityPath, true, "%v: Jenkins generates a new instance identity at start", err)
+		enc, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,12 +154,17 @@ func (s *State) readKeys(fsys fs.FS, master []byte) (map[string][]byte, error) {
 			continue
 		}
 		p := path.Join(SecretsDir, e.Name())
-		blob, err := fs.ReadFile(fsys, p)
-		if err != nil {
+		blob, err := readBounded(fsys, p, MaxKeyFile)
+		if errors.Is(err, fs.ErrNotExist) { // gone since the listing
+			continue
+		}
+		if err != nil && !errors.Is(err, ErrUnreadable) {
 			return nil, err
 		}
 		k := KeyFile{Path: p}
 		switch {
+		case err != nil:
+			k.Error = err.Error()
 		case storeKey == nil:
 			k.Error = "cannot be decrypted: master.key is missing"
 		default:
@@ -261,8 +274,8 @@ func (s *State) checkIdentity(key, enc []byte) {
 }
 
 // readOptional reads a file, returning nil without error when it is absent.
-func readOptional(fsys fs.FS, p string) ([]byte, error) {
-	data, err := fs.ReadFile(fsys, p)
+func readOptional(fsys fs.FS, p string, limit int64) ([]byte, error) {
+	data, err := readBounded(fsys, p, limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

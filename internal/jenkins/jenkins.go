@@ -6,8 +6,9 @@
 // will get back in.
 //
 // Everything reads from an fs.FS, so the same check runs on a home on
-// disk (os.DirFS), on a restore's staging tree, or on a snapshot in the
-// store without restoring it.
+// disk (through homefs, which follows no symlink), on a restore's staging
+// tree, or on a snapshot in the store without restoring it. Reads are of
+// regular files only and bounded (read.go).
 package jenkins
 
 import (

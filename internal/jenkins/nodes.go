@@ -158,7 +158,7 @@ func readNodes(fsys fs.FS) ([]*Node, []Problem, error) {
 			continue
 		}
 		p := path.Join(NodesDir, d.Name(), "config.xml")
-		data, err := fs.ReadFile(fsys, p)
+		data, err := readBounded(fsys, p, MaxConfigXML)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

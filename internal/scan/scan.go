@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
 )
 
@@ -47,12 +48,12 @@ func Walk(ctx context.Context, home string, sel *selector.Selector, skipped Skip
 	if skipped == nil {
 		skipped = func(string, string) {}
 	}
-	root, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := homefs.Open(home)
 	if err != nil {
-		return fmt.Errorf("open home %s: %w", home, err)
+		return fmt.Errorf("open home %s: %w", home, errors.Unwrap(err))
 	}
-	defer unix.Close(root)
-	w := &walker{ctx: ctx, home: home, root: root, sel: sel, skipped: skipped, fn: fn}
+	defer root.Close()
+	w := &walker{ctx: ctx, home: home, root: root.Fd(), sel: sel, skipped: skipped, fn: fn}
 	w.cond = sync.NewCond(&w.mu)
 	var wg sync.WaitGroup
 	for range prefetchWorkers {
@@ -173,13 +174,7 @@ func (w *walker) list(t *dirTask) *listing {
 	fd := w.root
 	if t.rel != "" {
 		var err error
-		fd, err = unix.Openat2(w.root, t.rel, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
-		})
-		if errors.Is(err, unix.ENOSYS) { // before Linux 5.6: the last component at least
-			fd, err = unix.Openat(w.root, t.rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		}
+		fd, err = homefs.Dir(w.root).OpenRaw(t.rel, unix.O_RDONLY|unix.O_DIRECTORY)
 		switch {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
 			l.vanished = true
@@ -208,7 +203,10 @@ func (w *walker) list(t *dirTask) *listing {
 		c := child{name: name}
 		c.err = unix.Fstatat(fd, name, &c.st, unix.AT_SYMLINK_NOFOLLOW)
 		if c.err == nil && c.st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			c.link, c.err = readlinkat(fd, name)
+			c.link, c.err = homefs.ReadlinkAt(fd, name)
+			if errors.Is(c.err, unix.EINVAL) { // no longer a symlink: replaced since the stat
+				c.err = unix.ENOENT
+			}
 		}
 		l.children = append(l.children, c)
 	}
@@ -354,19 +352,6 @@ func readNames(fd int) ([]string, error) {
 	}
 }
 
-func readlinkat(dirfd int, name string) (string, error) {
-	for size := 256; ; size *= 2 {
-		buf := make([]byte, size)
-		n, err := unix.Readlinkat(dirfd, name, buf)
-		if err != nil {
-			return "", err
-		}
-		if n < size {
-			return string(buf[:n]), nil
-		}
-	}
-}
-
 // FromStat builds an entry's metadata from a stat result.
 func FromStat(rel string, st *unix.Stat_t) *archive.Entry {
 	e := &archive.Entry{
@@ -377,6 +362,7 @@ func FromStat(rel string, st *unix.Stat_t) *archive.Entry {
 		MTime: st.Mtim.Nano(),
 		CTime: st.Ctim.Nano(),
 		Inode: st.Ino,
+		Dev:   uint64(st.Dev),
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:

@@ -1,0 +1,504 @@
+// Package homefs is the only code that touches a Jenkins home by path.
+//
+// Build code running as the Jenkins user can write anywhere in the home at
+// any moment, also while homesnap runs, so every path is resolved relative
+// to a directory descriptor, beneath it, with no symlink in any component
+// (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or a walk of O_NOFOLLOW
+// opens where the kernel lacks openat2). Metadata is changed on opened
+// descriptors, reads are of regular files only and bounded, and temporary
+// files are created O_EXCL after whatever sits at their name is unlinked.
+package homefs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	// ErrNotRegular means a path that must be a regular file is something
+	// else (a device, a FIFO, a directory or a symlink).
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrTooLarge means a file is larger than its reader accepts.
+	ErrTooLarge = errors.New("larger than the limit")
+)
+
+// Dir is an open directory descriptor: the home, or a directory opened
+// beneath it. Paths given to its methods are slash-separated and relative;
+// none of their components may be a symlink or "..".
+type Dir int
+
+// Open opens a home by its path. The path itself comes from the
+// configuration and is trusted; everything below it is not.
+func Open(path string) (Dir, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &PathError{Op: "open", Path: path, Err: err}
+	}
+	return Dir(fd), nil
+}
+
+// Fd returns the descriptor.
+func (d Dir) Fd() int { return int(d) }
+
+// Close closes the descriptor.
+func (d Dir) Close() error { return unix.Close(int(d)) }
+
+// PathError names a failed operation and its path, relative to the
+// directory it was resolved beneath (the caller knows which one).
+type PathError struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *PathError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
+func (e *PathError) Unwrap() error { return e.Err }
+
+// noOpenat2 is set once the kernel said it has no openat2.
+var noOpenat2 atomic.Bool
+
+// kernelLacksOpenat2 makes tests see ENOSYS from openat2. (A replaceable
+// function would make every OpenHow escape to the heap: an allocation per
+// file of a snapshot.)
+var kernelLacksOpenat2 bool
+
+// OpenRaw opens rel beneath d with flags (O_CLOEXEC is added; O_CREAT is
+// not allowed: see WriteFile) and returns the raw descriptor. With
+// O_PATH|O_NOFOLLOW a symlink as the last component is opened itself;
+// otherwise any symlink on the way fails with ELOOP.
+func (d Dir) OpenRaw(rel string, flags int) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	flags |= unix.O_CLOEXEC
+	if noOpenat2.Load() {
+		return d.walk(rel, flags)
+	}
+	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	for try := 0; ; try++ {
+		fd, err := -1, error(unix.ENOSYS)
+		if !kernelLacksOpenat2 {
+			fd, err = unix.Openat2(int(d), rel, &how)
+		}
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.ENOSYS):
+			noOpenat2.Store(true)
+			return d.walk(rel, flags)
+		case (errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN)) && try < 16:
+			// EAGAIN: a rename raced the lookup; the kernel asks to retry.
+		default:
+			return -1, err
+		}
+	}
+}
+
+// walk opens rel one component at a time, each with O_NOFOLLOW: what
+// openat2 does in one call, for kernels before 5.6.
+func (d Dir) walk(rel string, flags int) (int, error) {
+	parts := strings.Split(rel, "/")
+	cur := int(d)
+	closeCur := func() {
+		if cur != int(d) {
+			unix.Close(cur)
+		}
+	}
+	for i, name := range parts {
+		if name == ".." || name == "" || name == "." && len(parts) > 1 {
+			closeCur()
+			return -1, unix.EXDEV
+		}
+		last := i == len(parts)-1
+		f := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if last {
+			f = flags | unix.O_NOFOLLOW
+		}
+		fd, err := unix.Openat(cur, name, f, 0)
+		if errors.Is(err, unix.ENOTDIR) { // O_DIRECTORY|O_NOFOLLOW on a symlink
+			var st unix.Stat_t
+			if unix.Fstatat(cur, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = unix.ELOOP
+			}
+		}
+		closeCur()
+		if err != nil {
+			return -1, err
+		}
+		cur = fd
+		if !last { // a symlink is ELOOP, as openat2 says
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				closeCur()
+				if err == nil {
+					err = unix.ENOTDIR
+					if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+						err = unix.ELOOP
+					}
+				}
+				return -1, err
+			}
+		}
+	}
+	return cur, nil
+}
+
+// OpenDir opens a directory beneath d.
+func (d Dir) OpenDir(rel string) (Dir, error) {
+	fd, err := d.OpenRaw(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return -1, &PathError{Op: "open", Path: rel, Err: err}
+	}
+	return Dir(fd), nil
+}
+
+// OpenRegular opens a regular file beneath d for reading and fills st with
+// its metadata as of the open. The open cannot block (O_NONBLOCK: a FIFO
+// swapped in is refused, not waited on). Anything not a regular file is
+// ErrNotRegular; a symlink on the way is ELOOP.
+func (d Dir) OpenRegular(rel string, st *unix.Stat_t) (int, error) {
+	fd, err := d.OpenRaw(rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Fstat(fd, st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, ErrNotRegular
+	}
+	return fd, nil
+}
+
+// ReadFile reads a regular file beneath d of at most limit bytes.
+func (d Dir) ReadFile(rel string, limit int64) ([]byte, error) {
+	var st unix.Stat_t
+	fd, err := d.OpenRegular(rel, &st)
+	if err != nil {
+		return nil, &PathError{Op: "read", Path: rel, Err: err}
+	}
+	defer unix.Close(fd)
+	data, err := ReadLimited(fd, st.Size, limit)
+	if err != nil {
+		return nil, &PathError{Op: "read", Path: rel, Err: err}
+	}
+	return data, nil
+}
+
+// ReadLimited reads an open file of (about) size bytes to its end,
+// refusing more than limit: a file that grows while it is read is bounded
+// too.
+func ReadLimited(fd int, size, limit int64) ([]byte, error) {
+	if size > limit {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, size, limit)
+	}
+	buf := make([]byte, 0, size+1) // +1: EOF is seen without growing
+	for {
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, limit)
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// Lstat returns rel's metadata without following it.
+func (d Dir) Lstat(rel string, st *unix.Stat_t) error {
+	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fstat(fd, st)
+}
+
+// Parent opens rel's parent directory beneath d and returns it with rel's
+// last component: the pair every *at call on rel then uses.
+func (d Dir) Parent(rel string) (Dir, string, error) {
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 {
+		fd, err := unix.Dup(int(d)) // callers close what Parent returns
+		if err != nil {
+			return -1, "", err
+		}
+		unix.CloseOnExec(fd)
+		return Dir(fd), rel, nil
+	}
+	fd, err := d.OpenRaw(rel[:i], unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return -1, "", err
+	}
+	return Dir(fd), rel[i+1:], nil
+}
+
+// Chmod sets the permission and special bits of rel, which must not be a
+// symlink. It is applied to the inode opened beneath d (chmod has no
+// no-follow variant before Linux 6.6, and fchmod refuses O_PATH
+// descriptors, so it goes through the descriptor's /proc link, which names
+// that inode and no path).
+func (d Dir) Chmod(rel string, mode uint32) error {
+	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return unix.ELOOP
+	}
+	return unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), mode, 0)
+}
+
+// Chown sets rel's owner; a symlink's own owner when rel is one.
+func (d Dir) Chown(rel string, uid, gid int) error {
+	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH)
+}
+
+// SetTimes sets rel's access and modification times, a symlink's own when
+// rel is one.
+func (d Dir) SetTimes(rel string, ts []unix.Timespec) error {
+	p, name, err := d.Parent(rel)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return unix.UtimesNanoAt(int(p), name, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// Rename moves rel beneath d to to beneath dst. Both parents are opened
+// beneath their directories, so no component but the last of either side
+// is resolved by the rename itself (and renameat never follows the last).
+func (d Dir) Rename(rel string, dst Dir, to string) error {
+	fp, fname, err := d.Parent(rel)
+	if err != nil {
+		return err
+	}
+	defer fp.Close()
+	tp, tname, err := dst.Parent(to)
+	if err != nil {
+		return err
+	}
+	defer tp.Close()
+	return unix.Renameat(int(fp), fname, int(tp), tname)
+}
+
+// Readlink returns the target of the symlink rel.
+func (d Dir) Readlink(rel string) (string, error) {
+	p, name, err := d.Parent(rel)
+	if err != nil {
+		return "", err
+	}
+	defer p.Close()
+	return ReadlinkAt(int(p), name)
+}
+
+// ReadlinkAt reads the target of the symlink name in dir.
+func ReadlinkAt(dir int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// Owner is the owner WriteFile gives a file; nil keeps the writer's.
+type Owner struct{ UID, GID int }
+
+// WriteFile replaces rel with data, atomically: it writes a temporary file
+// next to it (tmp, a name in rel's directory), syncs it and renames it over
+// rel. Whatever is at tmp is unlinked first and the temporary file is
+// created O_EXCL, so a symlink or file planted at that name is never
+// written through. perm is applied to the descriptor, not by a path.
+func (d Dir) WriteFile(rel, tmp string, data []byte, perm uint32, owner *Owner) error {
+	p, name, err := d.Parent(rel)
+	if err != nil {
+		return &PathError{Op: "write", Path: rel, Err: err}
+	}
+	defer p.Close()
+	if strings.Contains(tmp, "/") || tmp == "" || tmp == name {
+		return &PathError{Op: "write", Path: rel, Err: fmt.Errorf("bad temporary name %q", tmp)}
+	}
+	err = writeTemp(int(p), tmp, data, perm, owner)
+	if err == nil {
+		err = unix.Renameat(int(p), tmp, int(p), name)
+	}
+	if err != nil {
+		unix.Unlinkat(int(p), tmp, 0)
+		return &PathError{Op: "write", Path: rel, Err: err}
+	}
+	return nil
+}
+
+func writeTemp(dir int, name string, data []byte, perm uint32, owner *Owner) error {
+	if err := unix.Unlinkat(dir, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove %s left in the way: %w", name, err)
+	}
+	fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if owner != nil {
+		if err := unix.Fchown(fd, owner.UID, owner.GID); err != nil {
+			return err
+		}
+	}
+	if err := unix.Fchmod(fd, perm); err != nil { // the umask narrowed the create
+		return err
+	}
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return unix.Fsync(fd)
+}
+
+// Probe creates a file named name in d, afresh, returns its metadata (its
+// ctime is the filesystem's clock now) and removes it again.
+func (d Dir) Probe(name string, st *unix.Stat_t) error {
+	err := writeTemp(int(d), name, nil, 0o600, nil)
+	if err == nil {
+		err = unix.Fstatat(int(d), name, st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	unix.Unlinkat(int(d), name, 0)
+	return err
+}
+
+// Mkdir creates the directory rel beneath d; one that exists already is
+// fine when it is a directory (not a symlink to one).
+func (d Dir) Mkdir(rel string, perm uint32) error {
+	p, name, err := d.Parent(rel)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	err = unix.Mkdirat(int(p), name, perm)
+	if errors.Is(err, unix.EEXIST) {
+		var st unix.Stat_t
+		if err = unix.Fstatat(int(p), name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			err = unix.ENOTDIR
+		}
+	}
+	return err
+}
+
+// RemoveAll removes rel and everything below it, never following a
+// symlink. Directories without write or search permission (restored modes
+// such as 0555) are made accessible first.
+func (d Dir) RemoveAll(rel string) error {
+	p, name, err := d.Parent(rel)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return &PathError{Op: "remove", Path: rel, Err: err}
+	}
+	defer p.Close()
+	if err := removeAt(int(p), name); err != nil {
+		return &PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return nil
+}
+
+func removeAt(dir int, name string) error {
+	err := unix.Unlinkat(dir, name, 0)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		if err := Dir(dir).Chmod(name, 0o700); err != nil {
+			return err
+		}
+		fd, err = unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return err
+	}
+	unix.Fchmod(fd, 0o700) // entries can be unlinked only from a writable directory
+	for {
+		names, err := readNames(fd)
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		if len(names) == 0 {
+			break
+		}
+		for _, n := range names {
+			if err := removeAt(fd, n); err != nil {
+				unix.Close(fd)
+				return err
+			}
+		}
+	}
+	unix.Close(fd)
+	err = unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// readNames lists the entries of an open directory (without . and ..)
+// from its start.
+func readNames(fd int) ([]string, error) {
+	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 8<<10)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+}

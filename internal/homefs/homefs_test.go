@@ -1,0 +1,171 @@
+package homefs
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// home makes a home with a/b/file, a secret outside it, and symlinks that
+// lead out: link -> outside directory, a/out -> the secret, fifo, dev.
+func home(t *testing.T) (Dir, string, string) {
+	t.Helper()
+	root := t.TempDir()
+	h, outside := filepath.Join(root, "home"), filepath.Join(root, "outside")
+	must(t, os.MkdirAll(filepath.Join(h, "a", "b"), 0o755))
+	must(t, os.MkdirAll(outside, 0o755))
+	must(t, os.WriteFile(filepath.Join(h, "a", "b", "file"), []byte("inside"), 0o644))
+	must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o600))
+	must(t, os.Symlink(outside, filepath.Join(h, "link")))
+	must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(h, "a", "out")))
+	must(t, os.Symlink("/dev/zero", filepath.Join(h, "zero")))
+	must(t, unix.Mkfifo(filepath.Join(h, "fifo"), 0o644))
+	d, err := Open(h)
+	must(t, err)
+	t.Cleanup(func() { d.Close() })
+	return d, h, outside
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// both runs a test with openat2 and with the per-component walk that
+// replaces it on kernels without it.
+func both(t *testing.T, f func(t *testing.T)) {
+	t.Run("openat2", f)
+	t.Run("walk", func(t *testing.T) {
+		noOpenat2.Store(true)
+		defer noOpenat2.Store(false)
+		f(t)
+	})
+}
+
+func TestReadFileRefusesSymlinksDevicesAndSize(t *testing.T) {
+	both(t, func(t *testing.T) {
+		d, _, _ := home(t)
+		if got, err := d.ReadFile("a/b/file", 100); err != nil || string(got) != "inside" {
+			t.Fatalf("a/b/file: %q, %v", got, err)
+		}
+		for rel, want := range map[string]error{
+			"link/secret": unix.ELOOP, "a/out": unix.ELOOP, "zero": unix.ELOOP,
+			"fifo": ErrNotRegular, "a": ErrNotRegular, "../home/a/b/file": unix.EXDEV,
+		} {
+			if got, err := d.ReadFile(rel, 100); !errors.Is(err, want) {
+				t.Errorf("%s: %q, %v; want %v", rel, got, err, want)
+			}
+		}
+		if _, err := d.ReadFile("a/b/file", 5); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("6 bytes with a limit of 5: %v", err)
+		}
+	})
+}
+
+func TestWalkFallbackIsUsedOnENOSYS(t *testing.T) {
+	d, _, _ := home(t)
+	defer func() { kernelLacksOpenat2 = false; noOpenat2.Store(false) }()
+	kernelLacksOpenat2 = true
+	if _, err := d.ReadFile("link/secret", 100); !errors.Is(err, unix.ELOOP) {
+		t.Fatalf("through a symlinked directory without openat2: %v", err)
+	}
+	if !noOpenat2.Load() {
+		t.Fatal("ENOSYS not remembered")
+	}
+}
+
+func TestWriteFileReplacesAPlantedTemporary(t *testing.T) {
+	both(t, func(t *testing.T) {
+		d, h, outside := home(t)
+		must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(h, "a", "mark.tmp")))
+		must(t, d.WriteFile("a/mark", "mark.tmp", []byte("new"), 0o600, nil))
+		if got, _ := os.ReadFile(filepath.Join(outside, "secret")); string(got) != "SECRET" {
+			t.Fatalf("the file behind the planted link became %q", got)
+		}
+		got, err := os.ReadFile(filepath.Join(h, "a", "mark"))
+		if err != nil || string(got) != "new" {
+			t.Fatalf("a/mark: %q, %v", got, err)
+		}
+		if fi, _ := os.Stat(filepath.Join(h, "a", "mark")); fi.Mode().Perm() != 0o600 {
+			t.Fatalf("mode %v", fi.Mode())
+		}
+		if _, err := os.Lstat(filepath.Join(h, "a", "mark.tmp")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("temporary left: %v", err)
+		}
+		if err := d.WriteFile("link/x", "x.tmp", []byte("new"), 0o600, nil); !errors.Is(err, unix.ELOOP) {
+			t.Fatalf("write through a symlinked directory: %v", err)
+		}
+	})
+}
+
+func TestMetadataAndRenameStayBeneath(t *testing.T) {
+	both(t, func(t *testing.T) {
+		d, h, outside := home(t)
+		secret := filepath.Join(outside, "secret")
+		if err := d.Chmod("link/secret", 0o777); !errors.Is(err, unix.ELOOP) {
+			t.Errorf("chmod through a symlinked directory: %v", err)
+		}
+		if err := d.Chmod("a/out", 0o777); !errors.Is(err, unix.ELOOP) {
+			t.Errorf("chmod of a symlink: %v", err)
+		}
+		if fi, _ := os.Stat(secret); fi.Mode().Perm() != 0o600 {
+			t.Fatalf("the secret's mode became %v", fi.Mode())
+		}
+		must(t, d.Chmod("a/b/file", 0o640))
+		if fi, _ := os.Stat(filepath.Join(h, "a", "b", "file")); fi.Mode().Perm() != 0o640 {
+			t.Fatalf("a/b/file: %v", fi.Mode())
+		}
+		must(t, d.Chown("a/out", os.Getuid(), os.Getgid()))
+		if err := d.Rename("link/secret", d, "stolen"); !errors.Is(err, unix.ELOOP) {
+			t.Errorf("rename through a symlinked directory: %v", err)
+		}
+		must(t, d.Rename("a/b/file", d, "moved"))
+		if got, _ := d.ReadFile("moved", 10); string(got) != "inside" {
+			t.Fatalf("moved: %q", got)
+		}
+	})
+}
+
+func TestRemoveAllDoesNotFollowAndOpensLockedDirectories(t *testing.T) {
+	d, h, outside := home(t)
+	must(t, os.MkdirAll(filepath.Join(h, "t", "ro", "x"), 0o755))
+	must(t, os.Symlink(outside, filepath.Join(h, "t", "ro", "out")))
+	must(t, os.Chmod(filepath.Join(h, "t", "ro"), 0o555))
+	must(t, d.RemoveAll("t"))
+	if _, err := os.Lstat(filepath.Join(h, "t")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("t is left: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "secret")); string(got) != "SECRET" {
+		t.Fatal("the link's target was removed")
+	}
+	must(t, d.RemoveAll("never-there"))
+}
+
+func TestFSRefusesLinksAndDevices(t *testing.T) {
+	d, _, _ := home(t)
+	fsys := FS(d)
+	if got, err := fs.ReadFile(fsys, "a/b/file"); err != nil || string(got) != "inside" {
+		t.Fatalf("a/b/file: %q %v", got, err)
+	}
+	for _, p := range []string{"link/secret", "a/out", "zero", "fifo"} {
+		if _, err := fs.ReadFile(fsys, p); err == nil {
+			t.Errorf("%s was read", p)
+		}
+	}
+	entries, err := fs.ReadDir(fsys, "a")
+	must(t, err)
+	var names bytes.Buffer
+	for _, e := range entries {
+		names.WriteString(e.Name() + ":" + e.Type().String() + " ")
+	}
+	if names.String() != "b:d--------- out:L--------- " {
+		t.Errorf("a lists %q", names.String())
+	}
+}

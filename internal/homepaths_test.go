@@ -1,0 +1,133 @@
+package internal_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The home is touched only through internal/homefs: descriptor-relative,
+// no symlink followed, bounded reads. This test fails on a path-based
+// file-system call in a package that works on the home, unless it is
+// listed below with the reason it is not a home path.
+
+// homePackages are the production packages that work on the home.
+var homePackages = []string{"engine", "jenkins", "cli", "scan", "runner"}
+
+// pathCalls are the path-based calls that resolve every component of
+// their path, following symlinks on the way.
+var pathCalls = map[string][]string{
+	"os": {"Open", "OpenFile", "Create", "CreateTemp", "MkdirTemp", "ReadFile", "WriteFile", "ReadDir", "DirFS",
+		"Stat", "Lstat", "Readlink", "Chmod", "Chown", "Lchown", "Chtimes", "Rename", "Remove", "RemoveAll",
+		"Mkdir", "MkdirAll", "Symlink", "Link", "Truncate"},
+	"filepath": {"Walk", "WalkDir", "Glob", "EvalSymlinks"},
+	"unix":     {"Open", "Stat", "Lstat", "Chmod", "Chown", "Lchown", "Rename", "Unlink", "Rmdir", "Mkdir", "Readlink", "Creat", "Truncate"},
+}
+
+// notHome lists the path-based calls allowed in those packages, as
+// "package/file.go function pkg.Call", each with why its path is not in
+// the home (or is the home directory itself, which the configuration
+// names and which is trusted).
+var notHome = map[string]string{
+	"cli/agents.go readMasterKeyFile os.ReadFile": "--master-key-file: a mounted Secret, not the home",
+	"cli/commands.go Main os.Create":              "HOMESNAP_CPUPROFILE: a profile file the operator names",
+	"cli/crypt.go keySource os.Open":              "an age key file: a mounted Secret",
+	"cli/import.go runImport os.Open":             "--import: a tar file the operator names",
+	"engine/fetch.go processUmask os.ReadFile":    "/proc/self/status",
+	"engine/homemark.go TakeFingerprint os.Stat":  "the home directory itself, as configured",
+	"engine/snapshot.go checkHome os.Stat":        "the home directory itself, as configured",
+	"engine/snapshot.go checkHome os.MkdirAll":    "the home directory itself, as configured",
+	"engine/journal.go recoverHome unix.Open":     "the home directory itself, as configured",
+	"cli/sidecar.go token os.Open":                "--trigger-token-file: a mounted Secret",
+}
+
+func TestHomeIsTouchedOnlyThroughHomefs(t *testing.T) {
+	calls := map[string]bool{}
+	for _, c := range pathCallsIn(t) {
+		if _, ok := notHome[c.key]; !ok {
+			t.Errorf("%s: path-based %s in a package that works on the home: use internal/homefs, or list it in notHome with why its path is not in the home", c.pos, c.call)
+		}
+		calls[c.key] = true
+	}
+	for k := range notHome {
+		if !calls[k] {
+			t.Errorf("notHome lists %q, which no longer exists: remove it", k)
+		}
+	}
+}
+
+type pathCall struct{ key, pos, call string }
+
+func pathCallsIn(t *testing.T) []pathCall {
+	t.Helper()
+	var out []pathCall
+	fset := token.NewFileSet()
+	for _, pkg := range homePackages {
+		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("package %s: %v (%d files)", pkg, err, len(files))
+		}
+		sort.Strings(files)
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := parser.ParseFile(fset, name, src, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			imports := map[string]string{} // local name → import path's last element
+			for _, im := range f.Imports {
+				p := strings.Trim(im.Path.Value, `"`)
+				local := p[strings.LastIndex(p, "/")+1:]
+				if im.Name != nil {
+					local = im.Name.Name
+				}
+				imports[local] = p
+			}
+			for _, decl := range f.Decls {
+				fn := "(top level)"
+				if d, ok := decl.(*ast.FuncDecl); ok {
+					fn = d.Name.Name
+				}
+				ast.Inspect(decl, func(n ast.Node) bool {
+					sel, ok := n.(*ast.SelectorExpr)
+					if !ok {
+						return true
+					}
+					id, ok := sel.X.(*ast.Ident)
+					if !ok {
+						return true
+					}
+					pkgName := id.Name
+					switch imports[pkgName] {
+					case "os", "path/filepath", "golang.org/x/sys/unix", "syscall":
+					default:
+						return true
+					}
+					short := imports[pkgName][strings.LastIndex(imports[pkgName], "/")+1:]
+					if short == "syscall" {
+						short = "unix"
+					}
+					for _, c := range pathCalls[short] {
+						if sel.Sel.Name == c {
+							call := short + "." + c
+							out = append(out, pathCall{key: pkg + "/" + filepath.Base(name) + " " + fn + " " + call, pos: fset.Position(sel.Pos()).String(), call: call})
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+	return out
+}
