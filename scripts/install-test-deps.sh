@@ -19,6 +19,9 @@ for pkg in zstd:zstd tar:tar restic:restic age:age curl:curl openssl:openssl \
   buildah:buildah podman:podman runc:runc; do # the image (scripts/image.sh) and its container tests
   command -v "${pkg%%:*}" >/dev/null || need_apt+=("${pkg#*:}")
 done
+# GNU time (a shell keyword hides it from command -v): the bench and the
+# tests that measure a binary's peak memory.
+[ -x /usr/bin/time ] || need_apt+=(time)
 if ((${#need_apt[@]})); then
   log "apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

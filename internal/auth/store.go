@@ -163,7 +163,8 @@ func (s *Store) check(key string, tags map[string]string, sum func(Key) []byte) 
 			Detail: "it carries no tag (written before the store was authenticated, or planted)"}
 	}
 	return &Error{Object: repo.Name(s.inner, key), Err: ErrUnauthenticated,
-		Detail: fmt.Sprintf("it is tagged by keys %s and this command holds %s", strings.Join(slices.Sorted(maps.Keys(tags)), ", "), strings.Join(s.KeyIDs(), ", "))}
+		Detail: fmt.Sprintf("it is tagged by keys %s and this command holds %s: give it the age identity or the authentication key file the sidecar tags with",
+			strings.Join(slices.Sorted(maps.Keys(tags)), ", "), strings.Join(s.KeyIDs(), ", "))}
 }
 
 // pass decides on a failed check: the error, or nil when the options let

@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -207,11 +207,21 @@ func TestSnapshotReadsOnlyWhatTheWalkSaw(t *testing.T) {
 
 // measured runs a binary under an address-space limit (4 GiB, a safety net: a
 // reader gone unbounded fails here instead of taking the machine) and
-// returns its result and peak resident memory in MiB.
+// returns its result and peak resident memory in MiB. The peak comes from
+// GNU time, which forks the binary from its own small process: the rusage
+// of a child this test starts directly would report this test process's
+// resident size (Go starts children with vfork, and Linux carries the
+// parent's high-water mark across the exec).
 func measured(t *testing.T, name string, args ...string) (result, int64) {
 	t.Helper()
-	cmd := command("/bin/sh", nil, append([]string{"-c", `ulimit -v 4194304 && exec "$0" "$@"`, filepath.Join(bin, name)}, args...)...)
-	cmd.Path, cmd.Args[0] = "/bin/sh", "/bin/sh"
+	const gnuTime = "/usr/bin/time"
+	if _, err := os.Stat(gnuTime); err != nil {
+		t.Fatalf("%s (GNU time) is needed to measure peak memory: apt-get install -y time", gnuTime)
+	}
+	peak := filepath.Join(t.TempDir(), "peak")
+	script := `ulimit -v 4194304 && exec "$0" "$@"`
+	cmd := command(gnuTime, nil, append([]string{"-f", "%M", "-o", peak, "/bin/sh", "-c", script, filepath.Join(bin, name)}, args...)...)
+	cmd.Path, cmd.Args[0] = gnuTime, gnuTime
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -220,8 +230,16 @@ func measured(t *testing.T, name string, args ...string) (result, int64) {
 	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
 	defer timer.Stop()
 	cmd.Wait()
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10
-	return result{cmd.ProcessState.ExitCode(), strings.TrimSpace(out.String()), errb.String()}, rss
+	data, err := os.ReadFile(peak)
+	if err != nil {
+		t.Fatalf("%s wrote no peak memory: %v", gnuTime, err)
+	}
+	fields := strings.Fields(string(data)) // "Command exited with non-zero status N" comes first when it failed
+	kb, err := strconv.ParseInt(fields[len(fields)-1], 10, 64)
+	if err != nil {
+		t.Fatalf("%s: unexpected output %q", gnuTime, data)
+	}
+	return result{cmd.ProcessState.ExitCode(), strings.TrimSpace(out.String()), errb.String()}, kb >> 10
 }
 
 // plantLink makes rel a symlink to target, as the Jenkins user would.
