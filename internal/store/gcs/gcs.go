@@ -173,7 +173,20 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 	if err != nil {
 		return nil, s.fail("get", key, err)
 	}
-	return r, nil
+	return rangeReader{r}, nil
+}
+
+// rangeReader ends a range at its last byte. A manifest reader reads on
+// past its trailer to prove nothing follows; there the client was seen
+// reopening the object at its end (against fake-gcs-server), which the
+// server answers with 416, instead of returning io.EOF.
+type rangeReader struct{ *storage.Reader }
+
+func (r rangeReader) Read(p []byte) (int, error) {
+	if r.Remain() == 0 {
+		return 0, io.EOF
+	}
+	return r.Reader.Read(p)
 }
 
 func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) error) error {

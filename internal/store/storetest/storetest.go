@@ -218,6 +218,19 @@ func testRanges(t *testing.T, s store.Store, k keys) {
 			t.Errorf("Get(%d, %d) = %q, want %q", c.off, c.n, got, c.want)
 		}
 	}
+	// A reader may read again after the end (a decoder checking that
+	// nothing follows): the body keeps answering io.EOF.
+	for _, c := range [][2]int64{{0, -1}, {3, 4}} {
+		body, err := s.Get(ctxFor(t), key, c[0], c[1])
+		if err != nil {
+			t.Fatalf("Get(%d, %d): %v", c[0], c[1], err)
+		}
+		io.ReadAll(body)
+		if n, err := body.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+			t.Errorf("Get(%d, %d): a read after the end gave %d bytes, %v; want 0, EOF", c[0], c[1], n, err)
+		}
+		body.Close()
+	}
 	put(t, s, k.of("empty"), "")
 	if got := get(t, s, k.of("empty"), 0, -1); got != "" {
 		t.Errorf("Get(empty) = %q", got)
