@@ -42,7 +42,6 @@ var notHome = map[string]string{
 	"engine/homemark.go TakeFingerprint os.Stat":  "the home directory itself, as configured",
 	"engine/snapshot.go checkHome os.Stat":        "the home directory itself, as configured",
 	"engine/snapshot.go checkHome os.MkdirAll":    "the home directory itself, as configured",
-	"engine/journal.go recoverHome unix.Open":     "the home directory itself, as configured",
 	"cli/sidecar.go token os.Open":                "--trigger-token-file: a mounted Secret",
 }
 

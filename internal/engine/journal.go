@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
 )
@@ -261,18 +263,18 @@ func RecoverInterrupted(home string, log zerolog.Logger) error {
 }
 
 func recoverHome(home string, sel *selector.Selector, log zerolog.Logger) error {
-	fd, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	d, err := homefs.Open(home)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("open home %s: %w", home, err)
+		return fmt.Errorf("open home %s: %w", home, errors.Unwrap(err))
 	}
-	defer unix.Close(fd)
-	if err := lockHome(fd, home); err != nil {
+	defer d.Close()
+	if err := lockHome(d.Fd(), home); err != nil {
 		return err
 	}
-	return recoverLeftovers(fd, home, sel, log)
+	return recoverLeftovers(d.Fd(), home, sel, log)
 }
 
 // recoverLeftovers recovers every staging directory at the home's root,
@@ -287,7 +289,7 @@ func recoverLeftovers(home int, homePath string, sel *selector.Selector, log zer
 	}
 	rc := &recovery{home: home, homePath: homePath, log: log, euid: os.Geteuid(), set: map[string]bool{},
 		allowed: func(rel string) bool { return sel.Selected(rel) || sel.Enter(rel) }}
-	names, err := readDirNames(home)
+	names, err := rootNames(home)
 	if err != nil {
 		return fmt.Errorf("read home %s: %w", homePath, err)
 	}
@@ -298,7 +300,7 @@ func recoverLeftovers(home int, homePath string, sel *selector.Selector, log zer
 			}
 		}
 	}
-	if names, err = readDirNames(home); err != nil {
+	if names, err = rootNames(home); err != nil {
 		return fmt.Errorf("read home %s: %w", homePath, err)
 	}
 	for _, name := range names {
@@ -313,6 +315,16 @@ func recoverLeftovers(home int, homePath string, sel *selector.Selector, log zer
 }
 
 func (rc *recovery) abs(name string) string { return filepath.Join(rc.homePath, name) }
+
+// rootNames lists the names at the home's root.
+func rootNames(home int) ([]string, error) {
+	entries, err := fs.ReadDir(homefs.FS(homefs.Dir(home)), ".")
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names, err
+}
 
 // notOurs explains why restore state is not the restore's own.
 type notOurs struct{ why string }
@@ -339,8 +351,8 @@ func (rc *recovery) recoverStage(name string) error {
 	}
 	// What remains is data fetched from the store.
 	rc.log.Warn().Str("dir", rc.abs(name)).Msg("removing the staging directory of an interrupted restore")
-	if err := removeTreeAt(rc.home, name); err != nil {
-		return fmt.Errorf("remove leftover staging directory %s: %w", rc.abs(name), err)
+	if err := homefs.Dir(rc.home).RemoveAll(name); err != nil {
+		return fmt.Errorf("remove leftover staging directory %s: %w", rc.abs(name), errors.Unwrap(err))
 	}
 	return nil
 }
@@ -450,11 +462,14 @@ func (rc *recovery) quarantine(name, why string) error {
 	if len(base) > 240 {
 		base = base[:240]
 	}
+	// Where the filesystem lacks RENAME_NOREPLACE, the home lock keeps other
+	// restores out, and a home writer racing the check loses only its own path.
+	home := homefs.Dir(rc.home)
 	to := base
-	err := renameNoReplace(rc.home, name, rc.home, to)
+	err := home.RenameNoReplace(name, home, to)
 	for i := 2; errors.Is(err, unix.EEXIST) && i < 100; i++ {
 		to = fmt.Sprintf("%s-%d", base, i)
-		err = renameNoReplace(rc.home, name, rc.home, to)
+		err = home.RenameNoReplace(name, home, to)
 	}
 	if err != nil {
 		return fmt.Errorf("%s is not restore state this restore made (%s), and setting it aside failed: %w; move it out of the home, then restore again", rc.abs(name), why, err)
@@ -488,7 +503,7 @@ func (rc *recovery) undo(stage string, j *journalFile, tree int) error {
 	}
 	if disp >= 0 {
 		// Every displaced path is back: only prepared directories remain.
-		if ok, _ := removeEmptyDirsAt(rc.home, j.displaced); !ok {
+		if ok, _ := homefs.Dir(rc.home).RemoveEmptyDirs(j.displaced); !ok {
 			rc.log.Warn().Str("dir", rc.abs(j.displaced)).Msg("an interrupted restore left paths here; review them")
 		}
 	}
@@ -517,9 +532,9 @@ func (rc *recovery) undoStep(s journalStep, tree, disp int) error {
 		if disp < 0 {
 			return nil
 		}
-		err = renameBeneath(disp, s.rel, rc.home)
+		err = homefs.Dir(disp).RenameNoReplace(s.rel, homefs.Dir(rc.home), s.rel)
 	case 'I':
-		err = renameBeneath(rc.home, s.rel, tree)
+		err = homefs.Dir(rc.home).RenameNoReplace(s.rel, homefs.Dir(tree), s.rel)
 	case 'M':
 		err = rc.undoMeta(s)
 	}
@@ -530,20 +545,22 @@ func (rc *recovery) undoStep(s journalStep, tree, disp int) error {
 }
 
 func (rc *recovery) undoMeta(s journalStep) error {
-	dir, base, err := parentBeneath(rc.home, s.rel)
+	dir, base, err := homefs.Dir(rc.home).Parent(s.rel)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dir)
+	defer dir.Close()
 	if rc.euid == 0 {
-		if err := unix.Fchownat(dir, base, int(s.uid), int(s.gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := dir.Chown(base, int(s.uid), int(s.gid)); err != nil {
 			return err
 		}
 	}
-	// After chown, which clears setgid.
-	if err := chmodNoFollow(dir, base, func(isDir bool) uint32 { return journalMode(s.mode, isDir) }); err != nil {
+	// After chown, which clears setgid. A symlink (ELOOP: its parent is
+	// open already) has no mode of its own: it is left alone.
+	err = dir.ChmodFunc(base, func(isDir bool) uint32 { return journalMode(s.mode, isDir) })
+	if err != nil && !errors.Is(err, unix.ELOOP) {
 		return err
 	}
 	ts := []unix.Timespec{unix.NsecToTimespec(s.atime), unix.NsecToTimespec(s.mtime)}
-	return unix.UtimesNanoAt(dir, base, ts, unix.AT_SYMLINK_NOFOLLOW)
+	return dir.SetTimes(base, ts)
 }

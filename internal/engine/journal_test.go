@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -242,6 +243,19 @@ func TestOwnJournalActsOnlyBeneathTheHome(t *testing.T) {
 		t.Errorf("the journal was removed: %v", err)
 	}
 	os.RemoveAll(stage)
+
+	// A step on a symlink itself gives it its times, and its target no mode.
+	plantStage(t, home, stagePrefix+"d", "homesnap-journal 1 -\nM \"jobs/link\" 0 0 511 0 0\n", uid)
+	if err := RecoverInterrupted(home, zerolog.Nop()); err != nil {
+		t.Errorf("a step on a symlink: %v", err)
+	}
+	if fi, err := os.Stat(outside); err != nil || fi.Mode().Perm() == 0o777 {
+		t.Errorf("the link's target: %v, %v", fi.Mode(), err)
+	}
+	if fi, err := os.Lstat(filepath.Join(home, "jobs/link")); err != nil || !fi.ModTime().Equal(time.Unix(0, 0)) {
+		t.Errorf("the link's own times were not set: %v", err)
+	}
+	assertNoStaging(t, home)
 
 	// A displaced path never replaces what the home holds.
 	disp := displacedPrefix + "x-1"

@@ -360,7 +360,7 @@ func (r *restorer) removeStage() error {
 	if st.Dev != r.stageID.Dev || st.Ino != r.stageID.Ino {
 		return errors.New("it was replaced by something this restore did not make; left alone")
 	}
-	return removeTreeAt(r.home, r.stageDir)
+	return homefs.Dir(r.home).RemoveAll(r.stageDir)
 }
 
 // cleanup removes the staging area; after a commit, the displaced paths
@@ -384,11 +384,11 @@ func (r *restorer) cleanup(committed, keep bool) {
 	case committed:
 		// Not forced: what was displaced is the previous state of paths
 		// the caller chose to overwrite.
-		if err := removeTreeAt(r.home, r.dispName); err != nil {
+		if err := homefs.Dir(r.home).RemoveAll(r.dispName); err != nil {
 			r.o.Log.Warn().Err(err).Str("dir", disp).Msg("could not remove the displaced paths' directory")
 		}
 	default:
-		if ok, err := removeEmptyDirsAt(r.home, r.dispName); !ok || err != nil {
+		if ok, err := homefs.Dir(r.home).RemoveEmptyDirs(r.dispName); !ok || err != nil {
 			r.o.Log.Warn().Err(err).Str("dir", disp).Msg("paths were left here by a restore that did not complete; review them")
 		}
 	}

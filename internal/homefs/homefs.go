@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -66,6 +67,10 @@ var noOpenat2 atomic.Bool
 // function would make every OpenHow escape to the heap: an allocation per
 // file of a snapshot.)
 var kernelLacksOpenat2 bool
+
+// renameNoReplaceUnsupported makes tests take RenameNoReplace's path for
+// filesystems that refuse RENAME_NOREPLACE.
+var renameNoReplaceUnsupported bool
 
 // OpenRaw opens rel beneath d with flags (O_CLOEXEC is added; O_CREAT is
 // not allowed: see WriteFile) and returns the raw descriptor. With
@@ -250,11 +255,16 @@ func (d Dir) Parent(rel string) (Dir, string, error) {
 }
 
 // Chmod sets the permission and special bits of rel, which must not be a
-// symlink. It is applied to the inode opened beneath d (chmod has no
-// no-follow variant before Linux 6.6, and fchmod refuses O_PATH
-// descriptors, so it goes through the descriptor's /proc link, which names
-// that inode and no path).
+// symlink (ELOOP). It is applied to the inode opened beneath d, never by a
+// path.
 func (d Dir) Chmod(rel string, mode uint32) error {
+	return d.ChmodFunc(rel, func(bool) uint32 { return mode })
+}
+
+// ChmodFunc is Chmod with the mode chosen by whether rel is a directory,
+// as seen on the inode it changes: a file swapped in for a directory
+// meanwhile cannot be given the directory's mode (its setgid bit, say).
+func (d Dir) ChmodFunc(rel string, mode func(isDir bool) uint32) error {
 	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
 	if err != nil {
 		return err
@@ -267,7 +277,18 @@ func (d Dir) Chmod(rel string, mode uint32) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return unix.ELOOP
 	}
-	return unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), mode, 0)
+	return fchmodPath(fd, mode(st.Mode&unix.S_IFMT == unix.S_IFDIR))
+}
+
+// fchmodPath changes the mode of an O_PATH descriptor's inode, which
+// fchmod refuses: fchmodat2 (Linux 6.6) or, before it, the descriptor's
+// /proc link, which names that inode and no path.
+func fchmodPath(fd int, mode uint32) error {
+	err := unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
+	}
+	return err
 }
 
 // Chown sets rel's owner; a symlink's own owner when rel is one.
@@ -305,6 +326,36 @@ func (d Dir) Rename(rel string, dst Dir, to string) error {
 		return err
 	}
 	defer tp.Close()
+	return unix.Renameat(int(fp), fname, int(tp), tname)
+}
+
+// RenameNoReplace is Rename that fails with EEXIST rather than replace
+// anything at to.
+func (d Dir) RenameNoReplace(rel string, dst Dir, to string) error {
+	fp, fname, err := d.Parent(rel)
+	if err != nil {
+		return err
+	}
+	defer fp.Close()
+	tp, tname, err := dst.Parent(to)
+	if err != nil {
+		return err
+	}
+	defer tp.Close()
+	err = unix.EINVAL
+	if !renameNoReplaceUnsupported {
+		err = unix.Renameat2(int(fp), fname, int(tp), tname, unix.RENAME_NOREPLACE)
+	}
+	if !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	// A filesystem without RENAME_NOREPLACE: check, then rename. Not
+	// atomic: a path made at to in between is replaced, so callers that
+	// need more must exclude other writers of to themselves.
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(tp), tname, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		return unix.EEXIST
+	}
 	return unix.Renameat(int(fp), fname, int(tp), tname)
 }
 
@@ -478,6 +529,48 @@ func removeAt(dir int, name string) error {
 		return nil
 	}
 	return err
+}
+
+// RemoveEmptyDirs removes rel if it holds nothing but directories,
+// never following a symlink. It reports false, removing nothing more, as
+// soon as it finds anything else (subdirectories emptied before that stay
+// removed).
+func (d Dir) RemoveEmptyDirs(rel string) (bool, error) {
+	p, name, err := d.Parent(rel)
+	if err != nil {
+		return false, &PathError{Op: "remove", Path: rel, Err: err}
+	}
+	defer p.Close()
+	ok, err := removeEmptyDirsAt(int(p), name)
+	if err != nil {
+		return false, &PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return ok, nil
+}
+
+func removeEmptyDirsAt(dir int, name string) (bool, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return false, err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return false, nil
+		}
+		if ok, err := removeEmptyDirsAt(fd, n); !ok || err != nil {
+			return false, err
+		}
+	}
+	return true, unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
 
 // readNames lists the entries of an open directory (without . and ..)

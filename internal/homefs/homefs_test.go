@@ -169,3 +169,101 @@ func TestFSRefusesLinksAndDevices(t *testing.T) {
 		t.Errorf("a lists %q", names.String())
 	}
 }
+
+func TestChmodFuncChoosesByTheInodeItChanges(t *testing.T) {
+	both(t, func(t *testing.T) {
+		d, h, outside := home(t)
+		mode := func(isDir bool) uint32 {
+			if isDir {
+				return 0o2750
+			}
+			return 0o640
+		}
+		must(t, d.ChmodFunc("a/b", mode))
+		must(t, d.ChmodFunc("a/b/file", mode))
+		for rel, want := range map[string]fs.FileMode{"a/b": fs.ModeDir | fs.ModeSetgid | 0o750, "a/b/file": 0o640} {
+			if fi, _ := os.Lstat(filepath.Join(h, rel)); fi.Mode() != want {
+				t.Errorf("%s: %v, want %v", rel, fi.Mode(), want)
+			}
+		}
+		for _, rel := range []string{"link", "a/out", "link/secret"} {
+			if err := d.ChmodFunc(rel, mode); !errors.Is(err, unix.ELOOP) {
+				t.Errorf("%s: %v, want ELOOP", rel, err)
+			}
+		}
+		if fi, _ := os.Stat(outside); fi.Mode().Perm() != 0o755 {
+			t.Errorf("the linked directory became %v", fi.Mode())
+		}
+		if fi, _ := os.Stat(filepath.Join(outside, "secret")); fi.Mode().Perm() != 0o600 {
+			t.Errorf("the secret became %v", fi.Mode())
+		}
+	})
+}
+
+func TestRenameNoReplaceKeepsWhatIsThere(t *testing.T) {
+	for _, unsupported := range []bool{false, true} {
+		t.Run(map[bool]string{false: "renameat2", true: "check-then-rename"}[unsupported], func(t *testing.T) {
+			renameNoReplaceUnsupported = unsupported
+			defer func() { renameNoReplaceUnsupported = false }()
+			both(t, func(t *testing.T) {
+				d, h, outside := home(t)
+				must(t, os.WriteFile(filepath.Join(h, "a", "taken"), []byte("kept"), 0o644))
+				for _, to := range []string{"a/taken", "a/out", "link", "a/b"} {
+					if err := d.RenameNoReplace("a/b/file", d, to); !errors.Is(err, unix.EEXIST) {
+						t.Errorf("onto %s: %v, want EEXIST", to, err)
+					}
+				}
+				if err := d.RenameNoReplace("a/b/file", d, "link/x"); !errors.Is(err, unix.ELOOP) {
+					t.Errorf("into a symlinked directory: %v", err)
+				}
+				if err := d.RenameNoReplace("link/secret", d, "stolen"); !errors.Is(err, unix.ELOOP) {
+					t.Errorf("out of a symlinked directory: %v", err)
+				}
+				if got, _ := os.ReadFile(filepath.Join(h, "a", "taken")); string(got) != "kept" {
+					t.Fatalf("a/taken became %q", got)
+				}
+				if _, err := os.Stat(filepath.Join(outside, "x")); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("moved out of the home: %v", err)
+				}
+				must(t, d.RenameNoReplace("a/b/file", d, "a/moved"))
+				if got, _ := d.ReadFile("a/moved", 10); string(got) != "inside" {
+					t.Fatalf("a/moved: %q", got)
+				}
+			})
+		})
+	}
+}
+
+func TestRemoveEmptyDirsKeepsAnythingElse(t *testing.T) {
+	both(t, func(t *testing.T) {
+		d, h, outside := home(t)
+		must(t, os.MkdirAll(filepath.Join(h, "e", "x", "y"), 0o755))
+		must(t, os.MkdirAll(filepath.Join(h, "e", "z"), 0o755))
+		if ok, err := d.RemoveEmptyDirs("e"); !ok || err != nil {
+			t.Fatalf("a tree of directories: %v, %v", ok, err)
+		}
+		if _, err := os.Lstat(filepath.Join(h, "e")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("e is left: %v", err)
+		}
+		must(t, os.MkdirAll(filepath.Join(h, "f", "x"), 0o755))
+		must(t, os.Symlink(outside, filepath.Join(h, "f", "x", "out")))
+		if ok, err := d.RemoveEmptyDirs("f"); ok || err != nil {
+			t.Fatalf("a tree holding a symlink: %v, %v", ok, err)
+		}
+		if _, err := os.Lstat(filepath.Join(h, "f", "x", "out")); err != nil {
+			t.Fatalf("the symlink was removed: %v", err)
+		}
+		if ok, err := d.RemoveEmptyDirs("a"); ok || err != nil {
+			t.Fatalf("a tree holding a file: %v, %v", ok, err)
+		}
+		if got, _ := d.ReadFile("a/b/file", 10); string(got) != "inside" {
+			t.Fatalf("a/b/file: %q", got)
+		}
+		if got, _ := os.ReadFile(filepath.Join(outside, "secret")); string(got) != "SECRET" {
+			t.Fatal("the link's target was removed")
+		}
+		if _, err := d.RemoveEmptyDirs("link/x"); !errors.Is(err, unix.ELOOP) {
+			t.Fatalf("through a symlinked directory: %v", err)
+		}
+	})
+}
