@@ -233,7 +233,10 @@ func warnModes(log zerolog.Logger, r *engine.RestoreResult, keep bool) {
 	if keep {
 		modes = "modes were applied as stored (--keep-modes), setuid, setgid and world-writable bits included"
 	}
-	ev := log.Warn().Int64("modes_dropped", r.ModesDropped).Str("example", r.ModesExample)
+	ev := log.Warn().Int64("modes_dropped", r.ModesDropped)
+	if r.ModesExample != "" {
+		ev = ev.Str("example", r.ModesExample)
+	}
 	switch {
 	case r.OwnersAsStored:
 		ev.Msg("restoring as root without --chown: paths got the snapshot's owners as stored, uid 0 included (set --chown 1000:1000 to give them to the Jenkins user); " + modes)
