@@ -316,22 +316,36 @@ func (d Dir) SetTimes(rel string, ts []unix.Timespec) error {
 // beneath their directories, so no component but the last of either side
 // is resolved by the rename itself (and renameat never follows the last).
 func (d Dir) Rename(rel string, dst Dir, to string) error {
-	fp, fname, err := d.Parent(rel)
-	if err != nil {
-		return err
-	}
-	defer fp.Close()
-	tp, tname, err := dst.Parent(to)
-	if err != nil {
-		return err
-	}
-	defer tp.Close()
-	return unix.Renameat(int(fp), fname, int(tp), tname)
+	return d.renameWith(rel, dst, to, func(fp int, fname string, tp int, tname string) error {
+		return unix.Renameat(fp, fname, tp, tname)
+	})
 }
 
 // RenameNoReplace is Rename that fails with EEXIST rather than replace
 // anything at to.
 func (d Dir) RenameNoReplace(rel string, dst Dir, to string) error {
+	return d.renameWith(rel, dst, to, func(fp int, fname string, tp int, tname string) error {
+		err := error(unix.EINVAL)
+		if !renameNoReplaceUnsupported {
+			err = unix.Renameat2(fp, fname, tp, tname, unix.RENAME_NOREPLACE)
+		}
+		if !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+		// A filesystem without RENAME_NOREPLACE: check, then rename. Not
+		// atomic: a path made at to in between is replaced, so callers that
+		// need more must exclude other writers of to themselves.
+		var st unix.Stat_t
+		if err := unix.Fstatat(tp, tname, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			return unix.EEXIST
+		}
+		return unix.Renameat(fp, fname, tp, tname)
+	})
+}
+
+// renameWith opens both parents beneath their directories and renames
+// between them with rename.
+func (d Dir) renameWith(rel string, dst Dir, to string, rename func(fp int, fname string, tp int, tname string) error) error {
 	fp, fname, err := d.Parent(rel)
 	if err != nil {
 		return err
@@ -342,21 +356,7 @@ func (d Dir) RenameNoReplace(rel string, dst Dir, to string) error {
 		return err
 	}
 	defer tp.Close()
-	err = unix.EINVAL
-	if !renameNoReplaceUnsupported {
-		err = unix.Renameat2(int(fp), fname, int(tp), tname, unix.RENAME_NOREPLACE)
-	}
-	if !errors.Is(err, unix.EINVAL) {
-		return err
-	}
-	// A filesystem without RENAME_NOREPLACE: check, then rename. Not
-	// atomic: a path made at to in between is replaced, so callers that
-	// need more must exclude other writers of to themselves.
-	var st unix.Stat_t
-	if err := unix.Fstatat(int(tp), tname, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-		return unix.EEXIST
-	}
-	return unix.Renameat(int(fp), fname, int(tp), tname)
+	return rename(int(fp), fname, int(tp), tname)
 }
 
 // Readlink returns the target of the symlink rel.

@@ -265,23 +265,13 @@ func SaveMarker(ctx context.Context, s store.Store, m *Marker, old store.Version
 // what else it says; a writer calls it before it stores an object that
 // older releases cannot read.
 func UpgradeMarker(ctx context.Context, s store.Store) error {
-	for try := 0; ; try++ {
-		m, v, err := LoadMarker(ctx, s)
-		if err != nil {
-			return err
-		}
-		if m == nil {
-			m = &Marker{}
-		}
+	return updateMarker(ctx, s, func(m *Marker) bool {
 		if m.Homesnap >= FormatVersion {
-			return nil
+			return false
 		}
 		m.Homesnap = FormatVersion
-		_, err = SaveMarker(ctx, s, m, v)
-		if err == nil || !errors.Is(err, store.ErrPrecondition) || try == 2 {
-			return err
-		}
-	}
+		return true
+	})
 }
 
 // MarkAuthenticated records in the marker that the store is
@@ -289,6 +279,19 @@ func UpgradeMarker(ctx context.Context, s store.Store) error {
 // releases would write untagged heads); a writer holding a key calls it
 // once its first tagged snapshot is committed.
 func MarkAuthenticated(ctx context.Context, s store.Store) error {
+	return updateMarker(ctx, s, func(m *Marker) bool {
+		if m.Authenticated && m.Homesnap >= FormatVersion {
+			return false
+		}
+		m.Homesnap, m.Authenticated = FormatVersion, true
+		return true
+	})
+}
+
+// updateMarker applies change to the marker (a new one if there is none)
+// and saves it by compare-and-swap, retrying a lost race twice; change
+// reports whether there is anything to save.
+func updateMarker(ctx context.Context, s store.Store, change func(*Marker) bool) error {
 	for try := 0; ; try++ {
 		m, v, err := LoadMarker(ctx, s)
 		if err != nil {
@@ -297,10 +300,9 @@ func MarkAuthenticated(ctx context.Context, s store.Store) error {
 		if m == nil {
 			m = &Marker{}
 		}
-		if m.Authenticated && m.Homesnap >= FormatVersion {
+		if !change(m) {
 			return nil
 		}
-		m.Homesnap, m.Authenticated = FormatVersion, true
 		_, err = SaveMarker(ctx, s, m, v)
 		if err == nil || !errors.Is(err, store.ErrPrecondition) || try == 2 {
 			return err
