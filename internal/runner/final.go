@@ -10,6 +10,7 @@ import (
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store"
 )
 
 // Final configures the snapshot taken when the pod stops. A native sidecar
@@ -50,11 +51,11 @@ func (f Final) waitForJenkins(ctx context.Context, clock Clock, log zerolog.Logg
 		client := &http.Client{Timeout: max(poll, time.Second)}
 		for answers(ctx, client, f.WaitURL) {
 			if !sleep(poll) {
-				log.Warn().Str("url", f.WaitURL).Msg("Jenkins still answers at the deadline; taking the final snapshot anyway")
+				log.Warn().Str("url", store.Redact(f.WaitURL)).Msg("Jenkins still answers at the deadline; taking the final snapshot anyway")
 				return
 			}
 		}
-		log.Info().Str("url", f.WaitURL).Msg("Jenkins has stopped answering")
+		log.Info().Str("url", store.Redact(f.WaitURL)).Msg("Jenkins has stopped answering")
 	}
 	if f.Quiet > 0 && f.LastWrite != nil {
 		for {

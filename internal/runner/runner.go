@@ -17,6 +17,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/store"
 )
 
 // Clock is the runner's source of time.
@@ -192,7 +193,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if !r.o.Start.wait(ctx, r.o.Clock, r.o.Log) {
 		// Jenkins never started: the home may not hold the restored state,
 		// so no final snapshot may overwrite the store's head with it.
-		r.o.Log.Warn().Str("url", r.o.Start.URL).Msg("stopped before Jenkins answered; no snapshot taken, the store is unchanged")
+		r.o.Log.Warn().Str("url", store.Redact(r.o.Start.URL)).Msg("stopped before Jenkins answered; no snapshot taken, the store is unchanged")
 		return nil
 	}
 	if r.o.Lease != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/store"
 )
 
 // Start configures what the sidecar waits for before its first snapshot.
@@ -29,7 +31,7 @@ func (s Start) wait(ctx context.Context, clock Clock, log zerolog.Logger) bool {
 	if poll <= 0 {
 		poll = time.Second
 	}
-	log.Info().Str("url", s.URL).Msg("waiting for Jenkins to answer (the restore in front of it is over then) before the first snapshot")
+	log.Info().Str("url", store.Redact(s.URL)).Msg("waiting for Jenkins to answer (the restore in front of it is over then) before the first snapshot")
 	client := &http.Client{Timeout: max(poll, time.Second)}
 	for !answers(ctx, client, s.URL) {
 		select {
@@ -38,6 +40,6 @@ func (s Start) wait(ctx context.Context, clock Clock, log zerolog.Logger) bool {
 			return false
 		}
 	}
-	log.Info().Str("url", s.URL).Msg("Jenkins answers; starting the snapshots")
+	log.Info().Str("url", store.Redact(s.URL)).Msg("Jenkins answers; starting the snapshots")
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,5 +88,37 @@ func TestNoSnapshotWhenJenkinsNeverStarted(t *testing.T) {
 	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("%d snapshots taken although Jenkins never answered", n)
+	}
+}
+
+// TestWaitURLsAreLoggedWithoutCredentials: a start URL may carry basic-auth
+// credentials or a token in its query; the log names its host only.
+func TestWaitURLsAreLoggedWithoutCredentials(t *testing.T) {
+	jenkins := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer jenkins.Close()
+	var logged syncBuf
+	taken := make(chan bool, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host := strings.TrimPrefix(jenkins.URL, "http://")
+	r := New(Options{
+		Interval: time.Hour, Log: zerolog.New(&logged),
+		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
+			taken <- true
+			return &engine.SnapshotResult{}, nil
+		},
+		Start: Start{URL: "http://admin:canary-password@" + host + "/login?token=canary-token", Poll: 10 * time.Millisecond},
+	})
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	expect(t, "first snapshot", taken)
+	cancel()
+	<-done
+	out := logged.String()
+	if strings.Contains(out, "canary") {
+		t.Errorf("the log holds the start URL's credentials:\n%s", out)
+	}
+	if !strings.Contains(out, host) {
+		t.Errorf("the log does not name the start URL's host %s:\n%s", host, out)
 	}
 }
