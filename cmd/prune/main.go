@@ -5,13 +5,8 @@ import (
 	"os"
 
 	"github.com/homesnap/homesnap/internal/cli"
-	"github.com/homesnap/homesnap/internal/version"
 )
 
 func main() {
-	if version.Asked(os.Args[1:]) {
-		version.Print(os.Stdout, "prune")
-		return
-	}
 	os.Exit(cli.Main(cli.Prune))
 }

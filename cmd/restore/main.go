@@ -6,13 +6,8 @@ import (
 	"os"
 
 	"github.com/homesnap/homesnap/internal/cli"
-	"github.com/homesnap/homesnap/internal/version"
 )
 
 func main() {
-	if version.Asked(os.Args[1:]) {
-		version.Print(os.Stdout, "restore")
-		return
-	}
 	os.Exit(cli.Main(cli.Restore))
 }

@@ -24,10 +24,15 @@ import (
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
+	"github.com/homesnap/homesnap/internal/version"
 )
 
 // Main runs a command and returns the process exit status (see exitCode).
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) int {
+	if version.Asked(os.Args[1:]) {
+		version.Print(os.Stdout, filepath.Base(os.Args[0]))
+		return ExitOK
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if os.Getenv("GOMEMLIMIT") == "" {
