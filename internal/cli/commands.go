@@ -27,10 +27,12 @@ import (
 	"github.com/homesnap/homesnap/internal/version"
 )
 
-// Main runs a command and returns the process exit status (see exitCode).
-func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) int {
+// Main runs the command program and returns the process exit status (see
+// exitCode). program names it in --version, whatever the binary's file is
+// called (the operator example installs restore as homesnap-restore).
+func Main(program string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) int {
 	if version.Asked(os.Args[1:]) {
-		version.Print(os.Stdout, filepath.Base(os.Args[0]))
+		version.Print(os.Stdout, program)
 		return ExitOK
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
