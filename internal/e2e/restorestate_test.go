@@ -302,7 +302,10 @@ func TestKilledRestoreIsUndoneBeforeTheNextDecision(t *testing.T) {
 		var journal string
 		for p.running() && journal == "" {
 			m, _ := filepath.Glob(filepath.Join(home, ".homesnap-restore-*", "journal"))
-			if len(m) > 0 {
+			// Kill once a step is recorded (the header is the first line):
+			// before that the home is untouched, and the next restore
+			// rightly goes on to restore.
+			if data, _ := os.ReadFile(firstOf(m)); strings.Count(string(data), "\n") >= 2 {
 				p.cmd.Process.Kill()
 				journal = m[0]
 			}
@@ -324,4 +327,11 @@ func TestKilledRestoreIsUndoneBeforeTheNextDecision(t *testing.T) {
 		t.Logf("killed mid-commit at attempt %d (exit %d after the kill)", attempt, r.code)
 		return
 	}
+}
+
+func firstOf(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	return paths[0]
 }

@@ -138,6 +138,9 @@ const maxJournal = 2 << 30
 // Only a last line the kill cut short (no newline) is dropped: its step
 // never ran.
 func parseJournal(data []byte, allowed func(rel string) bool) (*journalFile, error) {
+	if len(data) == 0 {
+		return &journalFile{}, nil // killed between creating it and its header: no step ran
+	}
 	text := string(data)
 	if i := strings.LastIndexByte(text, '\n'); i < 0 {
 		return nil, errors.New("no header line")

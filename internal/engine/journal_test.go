@@ -40,12 +40,15 @@ func TestJournalParserRefusesWhatACommitNeverWrites(t *testing.T) {
 	if !reflect.DeepEqual(j, want) {
 		t.Fatalf("parsed %+v, want %+v", j, want)
 	}
+	// Killed between creating the journal and writing its header: no step ran.
+	if j, err := parseJournal(nil, allowed); err != nil || len(j.steps) != 0 || j.displaced != "" {
+		t.Errorf("empty journal: %v, %+v", err, j)
+	}
 	// The kill cut the last line short: that step never ran.
 	if j, err := parseJournal([]byte(good+`M "jobs/b" 10`), allowed); err != nil || len(j.steps) != 3 {
 		t.Errorf("cut last line: %v, %+v", err, j)
 	}
 	for name, journal := range map[string]string{
-		"empty":                    "",
 		"no header":                "D \"jobs/a\"\n",
 		"other version":            "homesnap-journal 2 -\n",
 		"displaced outside":        "homesnap-journal 1 \"../../etc\"\n",
