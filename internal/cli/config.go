@@ -16,7 +16,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 )
 
-// Common holds the settings both commands share. Each field is an
+// Common holds the settings all three commands share. Each field is an
 // environment variable (its envconfig tag) and a flag (--<flag tag>); the
 // flag wins. Tags carry the full variable name: envconfig would otherwise
 // fall back to the unprefixed name, and $HOME is not the Jenkins home.
