@@ -1,6 +1,7 @@
 // Package storetest is the conformance suite every store backend passes,
-// and the rule for finding the test servers the object-storage backends run
-// it against.
+// the faults every backend must survive (run as one table against every
+// backend on its real server by this package's TestFaults), and the rule for
+// finding the test servers.
 package storetest
 
 import (
