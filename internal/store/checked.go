@@ -2,13 +2,15 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"io"
 )
 
 // Checked wraps a backend with what every store does alike, so that each
 // backend does only its own work: it refuses an invalid key before the
 // backend sees it (one rule, so that a key valid on one store is valid on
-// all, and a file store's key never leaves its directory), and it ends a
+// all, and a file store's key never leaves its directory; a List prefix
+// likewise), and it ends a
 // Put's reading of its reader once ctx is done (an uploader would otherwise
 // drain the whole reader before noticing). Open wraps every store it opens;
 // code that opens a backend directly wraps it the same way. A store already
@@ -41,6 +43,15 @@ func (c checked) Get(ctx context.Context, key string, offset, length int64) (io.
 		return nil, err
 	}
 	return c.Store.Get(ctx, key, offset, length)
+}
+
+// List refuses a prefix no valid key can start with in a way that leaves
+// the store ("../", "/"), and so no listing walks outside it.
+func (c checked) List(ctx context.Context, prefix string, fn func(Object) error) error {
+	if CheckKey(prefix+"x") != nil {
+		return &Error{Op: "list", Store: c.String(), Key: prefix, Err: fmt.Errorf("invalid prefix %q: want a relative slash-separated path", prefix)}
+	}
+	return c.Store.List(ctx, prefix, fn)
 }
 
 // Delete checks every key before deleting any, so that a bad key in a

@@ -28,6 +28,10 @@ func (r *recorder) Get(ctx context.Context, key string, offset, length int64) (i
 	return io.NopCloser(strings.NewReader("")), nil
 }
 
+func (r *recorder) List(ctx context.Context, prefix string, fn func(Object) error) error {
+	return nil
+}
+
 func (r *recorder) Delete(ctx context.Context, keys ...string) error {
 	r.keys = append(r.keys, keys...)
 	return nil
@@ -57,15 +61,23 @@ func TestCheckedRefusesBadKeys(t *testing.T) {
 			"load":   func() error { _, _, err := s.Load(ctx, bad); return err }(),
 			"get":    func() error { _, err := s.Get(ctx, bad, 0, -1); return err }(),
 		}
+		if bad != "" && bad != "." && bad != "dir/" { // valid prefixes
+			ops["list"] = s.List(ctx, bad, func(Object) error { return nil })
+		}
 		for op, err := range ops {
 			var se *Error
-			if !errors.As(err, &se) || se.Op != op || se.Store != "mem://test" || se.Key != bad || !strings.Contains(err.Error(), "invalid key") {
+			if !errors.As(err, &se) || se.Op != op || se.Store != "mem://test" || se.Key != bad || !strings.Contains(err.Error(), "invalid ") {
 				t.Errorf("%s(%q) = %v, want a *store.Error of %s on mem://test naming the key as invalid", op, bad, err, op)
 			}
 		}
 	}
 	if len(rec.keys) != 0 {
 		t.Errorf("the backend was asked for %q; a batch with a bad key must delete nothing", rec.keys)
+	}
+	for _, prefix := range []string{"", "a", "a/", "archives/2026", "..x"} {
+		if err := s.List(ctx, prefix, func(Object) error { return nil }); err != nil {
+			t.Errorf("List(%q) = %v", prefix, err)
+		}
 	}
 	if err := s.Delete(ctx, "a", "b/c"); err != nil || len(rec.keys) != 2 {
 		t.Errorf("Delete(valid keys) = %v, backend saw %q", err, rec.keys)

@@ -10,6 +10,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/s3"
 	"github.com/homesnap/homesnap/internal/store/storetest"
 )
@@ -40,7 +41,7 @@ func TestCancelledPutAbortsUpload(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if err := s.Put(ctx, "big", &zeros{after: 12 << 20, cancel: cancel}); !errors.Is(err, context.Canceled) {
+	if err := store.Checked(s).Put(ctx, "big", &zeros{after: 12 << 20, cancel: cancel}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Put = %v, want context.Canceled", err)
 	}
 	out, err := s.Client().ListMultipartUploads(t.Context(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(s.Bucket()), Prefix: aws.String(prefix + "/")})
