@@ -7,14 +7,14 @@ import (
 )
 
 // Checked wraps a backend with what every store does alike, so that each
-// backend does only its own work: it refuses an invalid key before the
-// backend sees it (one rule, so that a key valid on one store is valid on
-// all, and a file store's key never leaves its directory; a List prefix
-// likewise), and it ends a
-// Put's reading of its reader once ctx is done (an uploader would otherwise
-// drain the whole reader before noticing). Open wraps every store it opens;
-// code that opens a backend directly wraps it the same way. A store already
-// wrapped is returned as it is.
+// backend does only its own work. It refuses an invalid key (or a List
+// prefix leading out of the store) before the backend sees it: one rule, so
+// that a key valid on one store is valid on all, and a file store's key
+// never leaves its directory. And it ends a Put's reading of its reader
+// once ctx is done, where an uploader would drain the whole reader before
+// noticing. Open wraps every store it opens; code that opens a backend
+// directly wraps it the same way. A store already wrapped is returned as it
+// is.
 func Checked(s Store) Store {
 	if c, ok := s.(checked); ok {
 		return c
