@@ -7,11 +7,7 @@
 
 package homefs
 
-import (
-	"sync/atomic"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // searchDir returns the flags that open a directory only to resolve names
 // beneath it.
@@ -42,9 +38,3 @@ func (d Dir) Chown(rel string, uid, gid int) error { return d.chownByParent(rel,
 
 // renameNoReplace has no atomic variant here.
 var renameNoReplace = renameNoReplaceByCheck
-
-// The Linux paths' test hooks: there is nothing to switch here.
-var (
-	noOpenat2                                               atomic.Bool
-	kernelLacksOpenat2, renameNoReplaceUnsupported, noOPath bool
-)
