@@ -16,7 +16,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 )
 
-// Common holds the settings every command shares. Each field is an
+// Common holds the settings all three commands share. Each field is an
 // environment variable (its envconfig tag) and a flag (--<flag tag>); the
 // flag wins. The variable is the flag's name, upper case, with HOMESNAP_
 // in front (TestEveryFlagHasItsOwnVariable). Tags carry the full variable

@@ -29,7 +29,7 @@ func logField(stderr, msg, field string) any {
 	return v
 }
 
-// TestRestoreDecisions goes through every row of the README's decision
+// TestRestoreDecisions goes through every row of docs/usage.md's decision
 // table with the built binaries, starting with the story of the issue: a
 // job Jenkins created after the last snapshot survives the next pod start.
 func TestRestoreDecisions(t *testing.T) {
