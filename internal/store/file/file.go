@@ -21,8 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -179,7 +177,7 @@ func (w *writeback) Write(p []byte) (int, error) {
 	w.wrote += int64(n)
 	if w.wrote-w.started >= writebackChunk {
 		// Only a hint: the Sync at the end is what makes the data durable.
-		_ = unix.SyncFileRange(int(w.f.Fd()), w.started, w.wrote-w.started, unix.SYNC_FILE_RANGE_WRITE)
+		startWriteback(w.f, w.started, w.wrote-w.started)
 		w.started = w.wrote
 	}
 	return n, err
