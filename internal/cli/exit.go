@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/homesnap/homesnap/internal/restore"
+
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/crypt"
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -44,7 +45,7 @@ func exitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &ue):
 		return ExitUsage
-	case errors.Is(err, engine.ErrDiverged), errors.Is(err, engine.ErrWouldRemoveMost):
+	case errors.Is(err, restore.ErrDiverged), errors.Is(err, restore.ErrWouldRemoveMost):
 		return ExitRefused
 	case errors.Is(err, repo.ErrNoSnapshot):
 		return ExitNoSnapshot

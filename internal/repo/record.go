@@ -296,3 +296,25 @@ func WalkHistory(ctx context.Context, s store.Store, from string, fn func(*Recor
 	}
 	return nil
 }
+
+// SnapshotAt finds the newest snapshot of head's history taken at or
+// before at.
+func SnapshotAt(ctx context.Context, st store.Store, head string, at time.Time) (string, error) {
+	found := ""
+	var oldest time.Time
+	err := WalkHistory(ctx, st, head, func(r *Record) bool {
+		oldest = r.Time
+		if !r.Time.After(at) {
+			found = r.ID
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return "", err
+	}
+	if found == "" {
+		return "", fmt.Errorf("%w at or before %s in %s: the oldest in the head's history is from %s (see `restore --list`)", ErrNoSnapshot, at.Format(time.RFC3339), st, oldest.Format(time.RFC3339))
+	}
+	return found, nil
+}

@@ -1,7 +1,7 @@
 // Package repo owns the layout of a homesnap store: the keys of its objects,
 // snapshot IDs, the marker that identifies a store, and the head pointer
 // moved by compare-and-swap. Everything that reads or writes the store's
-// structure goes through it; the engine fills it with snapshots.
+// structure goes through it; internal/snapshot fills it with snapshots.
 package repo
 
 import (

@@ -3,7 +3,7 @@
 // lie in, those only older snapshots still use, those no snapshot uses
 // (stored until no snapshot points into the archive), and an estimate of
 // the bytes the head's files fill (ranges are whole frames shared by many
-// small files; engine.LiveBytes).
+// small files; maint.LiveBytes).
 //
 //	go run ./scripts/bench/storestat STORE
 package main
@@ -16,7 +16,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/maint"
+
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all"
@@ -35,8 +36,8 @@ func main() {
 
 type archiveUse struct {
 	size       int64
-	head, kept engine.Ranges // used by the head; by any committed snapshot
-	refs       int           // snapshots pointing into it
+	head, kept maint.Ranges // used by the head; by any committed snapshot
+	refs       int          // snapshots pointing into it
 }
 
 func run(ctx context.Context, raw string) error {
@@ -69,7 +70,7 @@ func run(ctx context.Context, raw string) error {
 		return err
 	}
 	for _, r := range h.Snapshots {
-		live, err := engine.LiveRanges(ctx, st, r.ID)
+		live, err := maint.LiveRanges(ctx, st, r.ID)
 		if err != nil {
 			return err
 		}
@@ -87,7 +88,7 @@ func run(ctx context.Context, raw string) error {
 	}
 	est := map[string]int64{}
 	if h.Head != "" {
-		if est, err = engine.LiveBytes(ctx, st, h.Head); err != nil {
+		if est, err = maint.LiveBytes(ctx, st, h.Head); err != nil {
 			return err
 		}
 	}
