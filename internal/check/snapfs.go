@@ -66,11 +66,7 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 	}
 	defer pr.Close()
 	f := &SnapshotFS{Header: pr.Header(), ctx: ctx, st: st, id: id, entries: map[string]*archive.Entry{}, kids: map[string][]string{".": nil}, cache: map[string][]byte{}}
-	for {
-		e, err := pr.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for e, err := range pr.All(ctx) {
 		if err != nil {
 			return nil, err
 		}

@@ -140,20 +140,20 @@ func verifyTargets(ctx context.Context, o Options) ([]string, error) {
 	return ids, nil
 }
 
-// archiveSizes lists the store's archives: key → stored size (an
-// encrypted archive's is larger than its plain bytes).
+// archiveSizes is the stored size of each archive (an encrypted
+// archive's is larger than its plain bytes; the form listed last counts).
 func archiveSizes(ctx context.Context, st store.Store) (map[string]int64, error) {
+	list, err := repo.ListArchives(ctx, st)
 	sizes := map[string]int64{}
-	err := st.List(ctx, "archives/", func(o store.Object) error {
-		sizes[strings.TrimSuffix(o.Key, repo.EncryptedSuffix)] = o.Size
-		return nil
-	})
+	for _, a := range list {
+		sizes[a.ID] = a.Size
+	}
 	return sizes, err
 }
 
 type verifier struct {
 	o     Options
-	sizes map[string]int64 // Structure: the listed archives
+	sizes map[string]int64 // Structure: the listed archives, by ID
 	bytes atomic.Int64
 	files atomic.Int64
 
@@ -231,11 +231,7 @@ func (v *verifier) snapshot(ctx context.Context, g *errgroup.Group, id, prev str
 	})
 	ends := map[string]int64{} // archive → the end of the last byte its entries need
 	var files, bytes int64
-	for {
-		e, err := pr.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for e, err := range pr.All(ctx) {
 		if err != nil {
 			runs.Flush() // what was read so far is still worth checking
 			v.need(id, ends)
@@ -297,7 +293,7 @@ func (v *verifier) checkRecord(ctx context.Context, id string, files, bytes int6
 func (v *verifier) checkSizes(id string, st store.Store, ends map[string]int64) {
 	for a, end := range ends {
 		key := repo.ArchiveKey(a)
-		size, ok := v.sizes[key]
+		size, ok := v.sizes[a]
 		v.mu.Lock()
 		first := !v.read[a]
 		v.read[a] = true

@@ -64,12 +64,12 @@ func printRepack(w io.Writer, res *maint.RepackResult, dryRun bool) {
 		verb = "would repack"
 	}
 	for _, a := range res.Repacked {
-		fmt.Fprintf(w, "%s archives/%s.tar.zst: %s\n", verb, a, res.Why[a])
+		fmt.Fprintf(w, "%s %s: %s\n", verb, repo.ArchiveKey(a), res.Why[a])
 	}
 	if len(res.Repacked) > 0 {
 		fmt.Fprintf(w, "%s %d archives (%d bytes, about %d of them still used, copied into one)", verb, len(res.Repacked), res.Freed, res.Live)
 		if !dryRun {
-			fmt.Fprintf(w, " into archives/%s.tar.zst (%d bytes); the old ones are deleted by a prune once --repack-grace has passed", res.ID, res.Stored)
+			fmt.Fprintf(w, " into %s (%d bytes); the old ones are deleted by a prune once --repack-grace has passed", repo.ArchiveKey(res.ID), res.Stored)
 		}
 		fmt.Fprintln(w)
 	}

@@ -58,7 +58,7 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	}
 	var keys []string
 	res := &ReencryptResult{}
-	for _, prefix := range []string{"snapshots/", "archives/"} {
+	for _, prefix := range repo.SnapshotPrefixes() {
 		err := st.List(ctx, prefix, func(o store.Object) error {
 			switch {
 			case strings.HasSuffix(o.Key, repo.EncryptedSuffix):
@@ -116,7 +116,7 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 // through to (tagged with the new keys).
 func retag(ctx context.Context, from, to store.Store) error {
 	var keys []string
-	if err := from.List(ctx, "snapshots/", func(o store.Object) error {
+	if err := from.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
 		if repo.IsRecordKey(o.Key) {
 			keys = append(keys, o.Key)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/repo"
@@ -56,6 +57,12 @@ func (p *Plan) Next(ctx context.Context) (*archive.Entry, error) {
 			return e, err
 		}
 	}
+}
+
+// All yields the entries Next returns, until io.EOF; an error is yielded
+// once and ends it.
+func (p *Plan) All(ctx context.Context) iter.Seq2[*archive.Entry, error] {
+	return repo.Entries(func() (*archive.Entry, error) { return p.Next(ctx) })
 }
 
 func (p *Plan) corrupt(format string, args ...any) error {

@@ -3,13 +3,11 @@ package maint
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
-	"strings"
-
-	"github.com/homesnap/homesnap/internal/snapshot"
 
 	"github.com/homesnap/homesnap/internal/repo"
-	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 // ConsolidatePolicy bounds what a restore of the head must read. Every
@@ -74,17 +72,11 @@ func Consolidate(ctx context.Context, o snapshot.Options, p ConsolidatePolicy) (
 	if err != nil {
 		return nil, err
 	}
-	size := map[string]int64{}
-	err = o.Store.List(ctx, "archives/", func(obj store.Object) error {
-		id := strings.TrimSuffix(strings.TrimPrefix(obj.Key, "archives/"), ".tar.zst")
-		if _, ok := live[id]; ok {
-			size[id] = obj.Size
-		}
-		return nil
-	})
+	size, err := repo.PlainArchiveSizes(ctx, o.Store)
 	if err != nil {
 		return nil, err
 	}
+	maps.DeleteFunc(size, func(id string, _ int64) bool { _, ok := live[id]; return !ok })
 	rewrite := chooseRewrite(live, size, p)
 	if len(rewrite) == 0 {
 		return &snapshot.Result{Parent: head.Snapshot, Unchanged: true}, nil

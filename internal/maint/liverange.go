@@ -3,8 +3,6 @@ package maint
 import (
 	"cmp"
 	"context"
-	"errors"
-	"io"
 	"slices"
 
 	"github.com/homesnap/homesnap/internal/repo"
@@ -49,17 +47,8 @@ func (r Ranges) Bytes() (n int64) {
 // LiveRanges reads snapshot id's manifest and returns, per archive its
 // files point into, the byte ranges they use.
 func LiveRanges(ctx context.Context, st store.Store, id string) (map[string]Ranges, error) {
-	m, err := repo.OpenManifest(ctx, st, id)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
 	live := map[string]Ranges{}
-	for {
-		e, err := m.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for e, err := range repo.ManifestEntries(ctx, st, id) {
 		if err != nil {
 			return nil, err // it names the manifest layer at fault
 		}
@@ -81,17 +70,8 @@ func LiveRanges(ctx context.Context, st store.Store, id string) (map[string]Rang
 // mostly replaced can look nearly all live. Files sharing a range count
 // for the share of the frames' raw bytes they fill.
 func LiveBytes(ctx context.Context, st store.Store, id string) (map[string]int64, error) {
-	m, err := repo.OpenManifest(ctx, st, id)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
 	raw := map[span]int64{} // live raw bytes per range
-	for {
-		e, err := m.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for e, err := range repo.ManifestEntries(ctx, st, id) {
 		if err != nil {
 			return nil, err // it names the manifest layer at fault
 		}

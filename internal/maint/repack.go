@@ -87,23 +87,17 @@ func Repack(ctx context.Context, o RepackOptions) (*RepackResult, error) {
 		}
 		kept = append(kept, r)
 	}
-	size := map[string]int64{}
 	listed := map[string]bool{}
 	for _, r := range kept {
 		for _, a := range r.Archives {
 			listed[a] = true
 		}
 	}
-	err = o.Store.List(ctx, "archives/", func(obj store.Object) error {
-		id := strings.TrimSuffix(strings.TrimPrefix(obj.Key, "archives/"), ".tar.zst")
-		if listed[id] {
-			size[id] = obj.Size
-		}
-		return nil
-	})
+	size, err := repo.PlainArchiveSizes(ctx, o.Store)
 	if err != nil {
 		return nil, err
 	}
+	maps.DeleteFunc(size, func(id string, _ int64) bool { return !listed[id] })
 	l, err := scanKept(ctx, o.Store, kept, nil)
 	if err != nil {
 		return nil, err

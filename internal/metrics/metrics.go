@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homesnap/homesnap/internal/repo"
+
 	"github.com/homesnap/homesnap/internal/snapshot"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -181,7 +183,7 @@ func (s *metered) op(name string, err error) error {
 func (s *metered) Put(ctx context.Context, key string, r io.Reader) error {
 	c := &counting{r: r, c: s.m.storeBytes.WithLabelValues("out")}
 	err := s.Store.Put(ctx, key, c)
-	if err == nil && strings.HasPrefix(key, "archives/") {
+	if err == nil && strings.HasPrefix(key, repo.ArchivePrefix) {
 		s.m.bytesStored.Add(float64(c.n))
 	}
 	return s.op("put", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"golang.org/x/sync/errgroup"
 
@@ -55,6 +56,39 @@ func OpenManifest(ctx context.Context, s store.Store, id string) (*archive.Chain
 		return nil, err
 	}
 	return archive.NewChainReader(layers, names)
+}
+
+// ManifestEntries yields the resolved entries of snapshot id's manifest
+// chain (see OpenManifest) in path order; an error, which names the object
+// at fault, is yielded once and ends it. The manifest is closed when the
+// loop ends.
+func ManifestEntries(ctx context.Context, s store.Store, id string) iter.Seq2[*archive.Entry, error] {
+	return func(yield func(*archive.Entry, error) bool) {
+		m, err := OpenManifest(ctx, s, id)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer m.Close()
+		for e, err := range Entries(m.Next) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+// Entries turns a manifest reader's Next into an iterator: io.EOF ends it,
+// any other error is yielded once and ends it.
+func Entries(next func() (*archive.Entry, error)) iter.Seq2[*archive.Entry, error] {
+	return func(yield func(*archive.Entry, error) bool) {
+		for {
+			e, err := next()
+			if errors.Is(err, io.EOF) || !yield(e, err) || err != nil {
+				return
+			}
+		}
+	}
 }
 
 // openLayer opens the manifest of snapshot id, a layer that snapshot of

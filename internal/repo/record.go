@@ -172,11 +172,11 @@ func LoadHistory(ctx context.Context, s store.Store) (*History, error) {
 		return nil, err
 	}
 	var ids []string
-	err = s.List(ctx, "snapshots/", func(o store.Object) error {
+	err = s.List(ctx, SnapshotPrefix, func(o store.Object) error {
 		// An encrypted store's manifests end in EncryptedSuffix when listed
-		// directly: records stay plain, so listing needs no key.
-		key := strings.TrimSuffix(o.Key, EncryptedSuffix)
-		if id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".json.zst"); ok && CheckID(id) == nil {
+		// directly (ParseKey takes both): records stay plain, so listing
+		// needs no key.
+		if id := manifestID(o.Key); id != "" {
 			ids = append(ids, id)
 		}
 		return nil

@@ -50,44 +50,6 @@ const (
 // layers, so the marker moves to 3 when a store is first authenticated.
 const FormatVersion = 3
 
-func ManifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
-func RecordKey(id string) string   { return "snapshots/" + id + ".json" }
-func ArchiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
-
-// IsRecordKey tells a record's key.
-func IsRecordKey(key string) bool {
-	id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".json")
-	return ok && strings.HasPrefix(key, "snapshots/") && CheckID(id) == nil
-}
-
-// IsManifestKey tells a manifest's key, plain or as stored encrypted.
-func IsManifestKey(key string) bool {
-	return manifestID(key) != ""
-}
-
-func manifestID(key string) string {
-	name, ok := strings.CutPrefix(strings.TrimSuffix(key, EncryptedSuffix), "snapshots/")
-	id, ok2 := strings.CutSuffix(name, ".json.zst")
-	if !ok || !ok2 || CheckID(id) != nil {
-		return ""
-	}
-	return id
-}
-
-// ManifestMACKey is where the tags of a manifest (a key IsManifestKey
-// accepts) live in an authenticated store.
-func ManifestMACKey(manifest string) string { return "snapshots/" + manifestID(manifest) + ".mac.json" }
-
-// IsLayerObject tells the objects a manifest layer is made of: the
-// manifest and its tags, which prune keeps or drops together.
-func IsLayerObject(key string) bool {
-	if IsManifestKey(key) {
-		return true
-	}
-	id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".mac.json")
-	return ok && CheckID(id) == nil
-}
-
 // Keys lists every object a snapshot itself may have written, for cleaning
 // up after a snapshot that was not committed.
 func Keys(id string) []string { return []string{RecordKey(id), ManifestKey(id), ArchiveKey(id)} }
@@ -99,7 +61,7 @@ func Keys(id string) []string { return []string{RecordKey(id), ManifestKey(id), 
 // pruning work without a key, across key rotations. A new kind of object
 // must be added here if it says anything about the home.
 func CarriesContent(key string) bool {
-	return strings.HasPrefix(key, "archives/") || strings.HasPrefix(key, "snapshots/") && strings.HasSuffix(key, ".json.zst")
+	return strings.HasPrefix(key, ArchivePrefix) || strings.HasPrefix(key, SnapshotPrefix) && strings.HasSuffix(key, manifestSuffix)
 }
 
 // Snapshot IDs sort by creation time and never change: a redeploy does not

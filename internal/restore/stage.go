@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/homesnap/homesnap/internal/fetch"
@@ -76,11 +75,7 @@ func (r *restorer) stage(ctx context.Context) error {
 
 func (r *restorer) stageEntries(ctx context.Context, pr *fetch.Plan, dispatch func(*fetch.Run)) error {
 	st := &stager{r: r, runs: fetch.NewRunBuilder(dispatch)}
-	for {
-		e, err := pr.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for e, err := range pr.All(ctx) {
 		if err != nil {
 			return err
 		}
@@ -269,11 +264,7 @@ func (r *restorer) finishStaged(ctx context.Context) error {
 		}
 		return nil
 	}
-	for {
-		e, err := pr.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for e, err := range pr.All(ctx) {
 		if err != nil {
 			return err
 		}
