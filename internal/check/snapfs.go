@@ -12,9 +12,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"

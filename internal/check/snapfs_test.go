@@ -13,12 +13,11 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
 	jenkinssel "github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 )

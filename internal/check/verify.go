@@ -10,11 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-
 	"golang.org/x/sync/errgroup"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
-
-	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"

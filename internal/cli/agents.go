@@ -12,11 +12,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/check"
-
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/check"
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"

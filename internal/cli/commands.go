@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/klauspost/compress/zstd"
 	"github.com/rs/zerolog"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
 	"github.com/homesnap/homesnap/internal/version"
@@ -184,6 +183,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil, err
 		}
 		if err != nil {
+			err = withHint(err)
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
 			return nil, reported{err}
 		}

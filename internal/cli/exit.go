@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/homesnap/homesnap/internal/restore"
-
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -76,6 +75,7 @@ func (r reported) Unwrap() error { return r.error }
 // is printed all the same when no error line was logged (a wrong mark, or
 // a --log-level that hides errors).
 func report(err error, stderr io.Writer) int {
+	err = withHint(err)
 	code := exitCode(err)
 	var r reported
 	if code != ExitOK && (!errors.As(err, &r) || loggedErrors.Load() == 0) {

@@ -8,12 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/restore"
-
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/store"
 )
 

@@ -7,14 +7,13 @@ import (
 	"io"
 	"os"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -65,6 +64,7 @@ func runImport(ctx context.Context, cfg *snapshotConfig, st store.Store, enc *cr
 		if errors.Is(err, snapshot.ErrHeadExists) {
 			msg = "import refused"
 		}
+		err = withHint(err)
 		log.Error().Err(err).Str("archive", name).Str("store", enc.Store.String()).Msg(msg)
 		return reported{err}
 	}

@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/homesnap/homesnap/internal/fetch"
 )
 
 // ProgressConfig is how restore shows its progress.

@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/maint"
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/homesnap/homesnap/internal/prune"
 	"github.com/homesnap/homesnap/internal/retention"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 )
 

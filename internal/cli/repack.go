@@ -7,15 +7,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/maint"
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/maint"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/prune"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/retention"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 )
 

@@ -11,10 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/restore"
-
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -132,7 +131,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			err = fmt.Errorf("gave up after %v (--deadline) while %s at %s: %w", limit, step, store.Redact(cfg.Store), err)
 			stepMu.Unlock()
 		}
-		err = authError(err)
+		err = withHint(authError(err))
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", store.Redact(cfg.Store)).Msg(msg)
 		return reported{err}
 	}

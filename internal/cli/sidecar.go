@@ -12,13 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/runner"
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 // vital names the top-level paths of a Jenkins home whose disappearance

@@ -7,10 +7,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/check"
-
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/check"
 	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"

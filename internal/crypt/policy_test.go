@@ -11,14 +11,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/restore"
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"filippo.io/age"
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"

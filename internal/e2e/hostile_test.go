@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/homemark"
-
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store/file"

@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 )
 
+// ErrNoHome means no home was configured.
+var ErrNoHome = errors.New("no home given")
+
 // Check verifies the home is an existing directory; create makes it.
 func Check(home string, create bool) error {
 	if home == "" {
-		return errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME")
+		return ErrNoHome
 	}
 	if !filepath.IsAbs(home) {
 		return fmt.Errorf("home %q must be an absolute path", home)

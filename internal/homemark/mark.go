@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
-	"golang.org/x/sys/unix"
 )
 
 // Name is the file at the home's root that records which snapshot
@@ -110,6 +111,10 @@ func TakeFingerprint(ctx context.Context, home string, sel *selector.Selector) (
 // replace it.
 const maxSize = 1 << 20
 
+// ErrDamaged marks a home mark that cannot be read: the home's data is then
+// of unknown origin, which only a forced restore replaces.
+var ErrDamaged = errors.New("is damaged")
+
 // Read returns the home's mark, or nil when it has none.
 func Read(home string) (*Mark, error) {
 	p := filepath.Join(home, Name)
@@ -131,7 +136,7 @@ func Read(home string) (*Mark, error) {
 			return m, nil
 		}
 	}
-	return nil, fmt.Errorf("%s is damaged (%v): remove it, then restore with --force if the home's data may be replaced", p, err)
+	return nil, fmt.Errorf("%s %w (%v): remove it", p, ErrDamaged, err)
 }
 
 func parse(data []byte) (*Mark, error) {

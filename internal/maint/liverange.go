@@ -5,9 +5,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/homesnap/homesnap/internal/repo"
-
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
 

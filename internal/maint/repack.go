@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )

@@ -11,15 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/check"
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/check"
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/prune"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/retention"
+	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"

@@ -12,16 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/repo"
-
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/lease"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/version"
 )

@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/restore"
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/retention"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"

@@ -7,15 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/restore"
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/klauspost/compress/zstd"
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store/file"
 )
 

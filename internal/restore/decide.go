@@ -82,7 +82,7 @@ type DivergedError struct {
 }
 
 func (e *DivergedError) Error() string {
-	return fmt.Sprintf("%v (%s): not restoring snapshot %s of %s into %s, which would lose it. Take a snapshot of the home first, restore into another directory with --target, or pass --force to restore anyway (what it replaces or removes is kept in %s*)",
+	return fmt.Sprintf("%v (%s): not restoring snapshot %s of %s into %s, which would lose it (a forced restore keeps what it replaces or removes in %s*)",
 		ErrDiverged, e.Reason, e.Snapshot, e.Store, e.Home, displacedPrefix)
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/homemark"
-
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 )
@@ -125,7 +124,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 func decisionError(o HomeOptions, res *HomeResult) error {
 	switch res.Decision.Action {
 	case ActNoSnapshot:
-		return fmt.Errorf("%w in %s yet: take one with `snapshot --once`, or pass --allow-empty for a first boot", repo.ErrNoSnapshot, o.Store)
+		return &EmptyStoreError{Store: o.Store.String()}
 	case ActDiverged:
 		return &DivergedError{Home: o.Home, Store: o.Store.String(), Snapshot: res.Snapshot, Reason: res.Decision.Reason}
 	}

@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/homemark"
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/homesnap/homesnap/internal/homemark"
+	"github.com/homesnap/homesnap/internal/snaptest"
 )
 
 // TestRestoredHomeMarkMatchesAWalk: the mark a restore writes from its own

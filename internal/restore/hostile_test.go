@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"
 )

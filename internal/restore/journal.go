@@ -11,12 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snaptest"
 )
 
 func jenkinsAllows(tb testing.TB) func(string) bool {

@@ -11,11 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 

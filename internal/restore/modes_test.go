@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"
 )

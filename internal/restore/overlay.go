@@ -8,10 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 )

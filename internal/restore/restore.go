@@ -13,14 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-	"github.com/homesnap/homesnap/internal/homemark"
-
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/homefs"
+	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
@@ -148,11 +147,21 @@ type RemoveMostError struct {
 }
 
 func (e *RemoveMostError) Error() string {
-	return fmt.Sprintf("%v: snapshot %s lacks %d of the %d selected paths in the home; nothing was changed (check --store and --snapshot, or pass --force to restore anyway: what it replaces or removes is kept in %s*)",
+	return fmt.Sprintf("%v: snapshot %s lacks %d of the %d selected paths in the home; nothing was changed (a forced restore keeps what it replaces or removes in %s*)",
 		ErrWouldRemoveMost, e.Snapshot, e.Removed, e.Present, displacedPrefix)
 }
 
 func (e *RemoveMostError) Unwrap() error { return ErrWouldRemoveMost }
+
+// EmptyStoreError refuses a restore from a store without snapshots
+// (Options.AllowEmpty makes that a successful no-op instead).
+type EmptyStoreError struct{ Store string }
+
+func (e *EmptyStoreError) Error() string {
+	return fmt.Sprintf("%v in %s yet: take one with `snapshot --once`", repo.ErrNoSnapshot, e.Store)
+}
+
+func (e *EmptyStoreError) Unwrap() error { return repo.ErrNoSnapshot }
 
 // ErrInTheWay marks a restore refused because an unselected home path
 // stands where the snapshot needs to write; nothing was changed.
@@ -200,7 +209,7 @@ func Restore(ctx context.Context, o Options) (*Result, error) {
 			if o.AllowEmpty {
 				return &Result{Empty: true, Elapsed: time.Since(start)}, nil
 			}
-			return nil, fmt.Errorf("%w in %s yet: take one with `snapshot --once`, or pass --allow-empty for a first boot", repo.ErrNoSnapshot, o.Store)
+			return nil, &EmptyStoreError{Store: o.Store.String()}
 		}
 		id = head.Snapshot
 	} else if err := repo.CheckID(id); err != nil {

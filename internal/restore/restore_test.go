@@ -12,14 +12,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/klauspost/compress/zstd"
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/homesnap/homesnap/internal/fetch"
-
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/fetch"
 )
 
 // stageDir is a directory of the manifest while the staging pass is inside

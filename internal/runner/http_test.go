@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/metrics"
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 const token = "s3cret-trigger-token-0123456789"

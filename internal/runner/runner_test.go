@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 // fakeClock moves only when the test advances it.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-
 	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 // TestFirstSnapshotWaitsForJenkins: with a start URL, nothing is taken while

@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"

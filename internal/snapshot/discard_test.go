@@ -9,12 +9,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 )
 

@@ -8,11 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
-
-	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/store"
 )
 

@@ -85,7 +85,7 @@ func Import(ctx context.Context, o ImportOptions) (*ImportResult, error) {
 	s := &writer{st: o.Store, log: o.Log, recipients: o.Recipients, id: repo.NewID(start)}
 	if head != nil {
 		if !o.OntoHead {
-			return nil, fmt.Errorf("%w: %s has head snapshot %s (%s); importing %s would make it the newest snapshot, holding only what the archive holds. Import into an empty store (a new prefix), or pass --import-onto-head to add it on top (the current head stays in the history as its parent)",
+			return nil, fmt.Errorf("%w: %s has head snapshot %s (%s); importing %s would make it the newest snapshot, holding only what the archive holds. Import into an empty store (a new prefix)",
 				ErrHeadExists, o.Store, head.Snapshot, head.Time.Format(time.RFC3339), o.Name)
 		}
 		s.parentID, s.seq = head.Snapshot, head.Seq

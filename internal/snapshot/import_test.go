@@ -10,16 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/repo"
-	"github.com/homesnap/homesnap/internal/restore"
-	"github.com/homesnap/homesnap/internal/snapshot"
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/klauspost/compress/zstd"
 	"github.com/rs/zerolog"
 
 	jk "github.com/homesnap/homesnap/internal/jenkins"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/snaptest"
 )
 
 func operatorSelection(t *testing.T) *selector.Selector {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
-
-	"github.com/rs/zerolog"
 )
 
 // Loaders read jobs ahead in parallel, so the first job may finish loading

@@ -4,9 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snaptest"
 )
 
 // TestRecordsDescribeSnapshots: each committed snapshot's record carries

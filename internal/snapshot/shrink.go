@@ -8,6 +8,11 @@ import (
 	"github.com/homesnap/homesnap/internal/archive"
 )
 
+// ErrEmpty marks a snapshot refused because the home holds nothing the
+// selection selects (a wrong home, an empty volume): a restore would
+// apply it by deleting. Options.Force overrides it.
+var ErrEmpty = errors.New("empty selection")
+
 // ErrShrunk marks a snapshot refused because the home lost most of what its
 // parent had: committing it would bury the good history under an empty or
 // half-restored home (a controller that started without its restore, a
@@ -51,5 +56,5 @@ func checkShrink(parent, next census, vital []string) error {
 	if len(lost) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w (%s): refusing to commit it over the last good snapshot. If the home was wiped or Jenkins started without its restore, run `restore` first; if the shrink is intended, pass --allow-shrink", ErrShrunk, strings.Join(lost, ", "))
+	return fmt.Errorf("%w (%s): refusing to commit it over the last good snapshot. If the home was wiped or Jenkins started without its restore, run `restore` first", ErrShrunk, strings.Join(lost, ", "))
 }

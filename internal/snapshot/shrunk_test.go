@@ -8,12 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homesnap/homesnap/internal/snapshot"
-	"github.com/homesnap/homesnap/internal/snaptest"
-
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 )
 

@@ -12,13 +12,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/homemark"
-
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/homefs"
+	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
@@ -374,7 +373,7 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 		res.Manifests = []string{s.id}
 	}
 	if cnt.seen == 0 && !s.o.Force {
-		err := fmt.Errorf("nothing under %s matches the selection (preset %q): is it the Jenkins home? Refusing to record an empty snapshot, which a restore would apply by deleting; pass --force if this is intended", s.o.Home, s.o.Selector.Spec().Preset)
+		err := fmt.Errorf("%w: nothing under %s matches the selection (preset %q): is it the Jenkins home? Refusing to record an empty snapshot, which a restore would apply by deleting", ErrEmpty, s.o.Home, s.o.Selector.Spec().Preset)
 		manifest.Abort(err)
 		return nil, archiveUp.Abort(err)
 	}

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
-
-	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 

@@ -17,7 +17,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/homesnap/homesnap/internal/maint"
-
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all"
@@ -50,12 +49,14 @@ func run(ctx context.Context, raw string) error {
 	use := map[string]*archiveUse{}
 	err = st.List(ctx, "", func(o store.Object) error {
 		switch {
-		case strings.HasPrefix(o.Key, "archives/"):
+		case strings.HasPrefix(o.Key, repo.ArchivePrefix):
 			archives += o.Size
-			use[strings.TrimSuffix(strings.TrimPrefix(o.Key, "archives/"), ".tar.zst")] = &archiveUse{size: o.Size}
-		case strings.HasSuffix(o.Key, ".json.zst"):
+			if h, ok := repo.ParseKey(o.Key); ok {
+				use[h.ID] = &archiveUse{size: o.Size}
+			}
+		case repo.IsManifestKey(o.Key):
 			manifests += o.Size
-		case strings.HasPrefix(o.Key, "snapshots/"):
+		case strings.HasPrefix(o.Key, repo.SnapshotPrefix):
 			records += o.Size
 		default:
 			other += o.Size
