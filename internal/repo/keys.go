@@ -147,3 +147,17 @@ func PlainArchiveSizes(ctx context.Context, st store.Store) (map[string]int64, e
 	}
 	return size, err
 }
+
+// Keys lists every object a snapshot itself may have written, for cleaning
+// up after a snapshot that was not committed.
+func Keys(id string) []string { return []string{RecordKey(id), ManifestKey(id), ArchiveKey(id)} }
+
+// CarriesContent tells whether key holds home content (paths, sizes,
+// hashes, file bytes) and is therefore encrypted in an encrypted store:
+// manifests and archives. The marker, the head and the records hold only
+// IDs, times, totals and recipient fingerprints, so that listing and
+// pruning work without a key, across key rotations. A new kind of object
+// must be added here if it says anything about the home.
+func CarriesContent(key string) bool {
+	return strings.HasPrefix(key, ArchivePrefix) || strings.HasPrefix(key, SnapshotPrefix) && strings.HasSuffix(key, manifestSuffix)
+}
