@@ -183,7 +183,6 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil, err
 		}
 		if err != nil {
-			err = withHint(err)
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
 			return nil, reported{err}
 		}

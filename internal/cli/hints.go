@@ -3,7 +3,10 @@ package cli
 import (
 	"errors"
 
+	"github.com/homesnap/homesnap/internal/auth"
+	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/homemark"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/snapshot"
 )
@@ -15,6 +18,7 @@ var flagHints = []struct {
 	is   func(error) bool
 	hint string
 }{
+	{authRefusal, allowHint},
 	{is(homemark.ErrNoHome), "set --home, HOMESNAP_HOME or JENKINS_HOME"},
 	{is(snapshot.ErrEmpty), "pass --force if this is intended"},
 	{is(snapshot.ErrShrunk), "if the shrink is intended, pass --allow-shrink"},
@@ -23,6 +27,30 @@ var flagHints = []struct {
 	{is(restore.ErrWouldRemoveMost), "check --store and --snapshot, or pass --force to restore anyway"},
 	{is(restore.ErrDiverged), "take a snapshot of the home first, restore into another directory with --target, or pass --force to restore anyway"},
 	{is(homemark.ErrDamaged), "then restore with --force if the home's data may be replaced"},
+	{is(repo.ErrMissingManifest), "pick a snapshot from `restore --list` whose manifests are all present"},
+	{as[*repo.NoneAtError], "see `restore --list`"},
+	{is(repo.ErrBadID), "see `restore --list`"},
+	{is(repo.ErrBadHead), "name one with --snapshot ID from `restore --list`"},
+	{is(repo.ErrWrongStore), "check --store"},
+	{as[*crypt.NoIdentityError], "pass it with --age-identity-file or HOMESNAP_AGE_IDENTITY_FILE"},
+	{is(crypt.ErrNoOwnIdentity), "give it with --age-identity-file or HOMESNAP_AGE_IDENTITY_FILE (the identity alone also sets the recipients)"},
+	{mixed(false), "pass the recipients (--age-recipients-file / HOMESNAP_AGE_RECIPIENTS_FILE, or --age-identity-file), or, to store plain snapshots from now on, --age-migrate once"},
+	{mixed(true), "to encrypt from now on, pass --age-migrate once (the next snapshot is a full, encrypted one; the older plain ones stay in clear until pruned), or point --store at a new prefix"},
+	{is(crypt.ErrReencryptKeys), "give the new recipients with --age-recipients-file, and the identities in --age-identity-file"},
+	{is(crypt.ErrNotEncrypted), "to encrypt a plain store, take a snapshot with --age-migrate"},
+}
+
+// authRefusal matches what --allow-unauthenticated overrides.
+func authRefusal(err error) bool {
+	return errors.Is(err, auth.ErrUnauthenticated) || errors.Is(err, auth.ErrForged) || errors.Is(err, auth.ErrRollback) || errors.Is(err, crypt.ErrPlaintext)
+}
+
+// mixed matches a crypt.MixedError that would (or would not) encrypt.
+func mixed(encrypting bool) func(error) bool {
+	return func(err error) bool {
+		var m *crypt.MixedError
+		return errors.As(err, &m) && m.Encrypting == encrypting
+	}
 }
 
 func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
@@ -40,6 +68,10 @@ type hinted struct {
 
 func (h *hinted) Error() string { return h.error.Error() + "; " + h.hint }
 func (h *hinted) Unwrap() error { return h.error }
+
+// logHinted is zerolog's ErrorMarshalFunc in the CLI: what is logged, from
+// any package, reads as what is printed.
+func logHinted(err error) any { return withHint(err) }
 
 // withHint adds to err the flag hint of its condition, once.
 func withHint(err error) error {

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/homemark"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/snapshot"
 )
@@ -28,6 +31,17 @@ func TestFlagHints(t *testing.T) {
 		{wrap(&restore.RemoveMostError{Snapshot: "s", Removed: 3, Present: 4}), "check --store and --snapshot, or pass --force"},
 		{reported{wrap(&restore.DivergedError{Reason: "x"})}, "with --target, or pass --force"},
 		{wrap(homemark.ErrDamaged), "restore with --force"},
+		{wrap(fmt.Errorf("x: %w", repo.ErrMissingManifest)), "from `restore --list` whose manifests are all present"},
+		{&repo.NoneAtError{Store: "file:///s"}, "see `restore --list`"},
+		{repo.CheckID("nonsense"), "see `restore --list`"},
+		{wrap(repo.ErrBadHead), "--snapshot ID from `restore --list`"},
+		{wrap(repo.ErrWrongStore), "check --store"},
+		{wrap(&crypt.NoIdentityError{Object: "archives/x.tar.zst.age"}), "--age-identity-file or HOMESNAP_AGE_IDENTITY_FILE"},
+		{wrap(crypt.ErrNoOwnIdentity), "--age-identity-file or HOMESNAP_AGE_IDENTITY_FILE"},
+		{&crypt.MixedError{Store: "s", Encrypting: true}, "to encrypt from now on, pass --age-migrate once"},
+		{&crypt.MixedError{Store: "s"}, "--age-recipients-file / HOMESNAP_AGE_RECIPIENTS_FILE"},
+		{wrap(crypt.ErrReencryptKeys), "--age-recipients-file"},
+		{wrap(crypt.ErrNotEncrypted), "take a snapshot with --age-migrate"},
 	} {
 		before := exitCode(c.err)
 		got := withHint(c.err)
@@ -40,6 +54,15 @@ func TestFlagHints(t *testing.T) {
 		if !errors.Is(got, c.err) || exitCode(got) != before {
 			t.Errorf("%v: the hint changed what the error is (exit %d, was %d)", c.err, exitCode(got), before)
 		}
+	}
+	var logged bytes.Buffer
+	log, err := newLogger(&Common{LogLevel: "info", LogFormat: "json"}, &logged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Error().Err(wrap(snapshot.ErrShrunk)).Msg("snapshot failed")
+	if !strings.Contains(logged.String(), "pass --allow-shrink") {
+		t.Errorf("the logged error has no hint: %s", logged.String())
 	}
 	plain := errors.New("disk on fire")
 	if got := withHint(plain); got != plain {

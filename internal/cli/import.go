@@ -64,7 +64,6 @@ func runImport(ctx context.Context, cfg *snapshotConfig, st store.Store, enc *cr
 		if errors.Is(err, snapshot.ErrHeadExists) {
 			msg = "import refused"
 		}
-		err = withHint(err)
 		log.Error().Err(err).Str("archive", name).Str("store", enc.Store.String()).Msg(msg)
 		return reported{err}
 	}

@@ -131,7 +131,6 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			err = fmt.Errorf("gave up after %v (--deadline) while %s at %s: %w", limit, step, store.Redact(cfg.Store), err)
 			stepMu.Unlock()
 		}
-		err = withHint(authError(err))
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", store.Redact(cfg.Store)).Msg(msg)
 		return reported{err}
 	}

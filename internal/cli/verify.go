@@ -39,7 +39,6 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 		err = checkRollback(ctx, &cfg.AgeIdentity, st, log)
 	}
 	if err != nil {
-		err = authError(err)
 		log.Error().Err(err).Str("store", raw.String()).Msg("verify refused")
 		return reported{err}
 	}

@@ -163,7 +163,7 @@ func TestMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := snapshotWith(t, home, st, keysFor(a)); !errors.Is(err, ErrMixed) || !strings.Contains(err.Error(), "--age-migrate") {
+	if _, err := snapshotWith(t, home, st, keysFor(a)); !errors.Is(err, ErrMixed) || !strings.Contains(err.Error(), "would encrypt them") {
 		t.Fatalf("encrypted onto plain: %v", err)
 	}
 	k := keysFor(a)

@@ -13,6 +13,10 @@ import (
 	"github.com/homesnap/homesnap/internal/store"
 )
 
+// ErrMissingManifest marks a snapshot whose manifest, or a layer its
+// delta manifest needs, is not in the store: another snapshot may be whole.
+var ErrMissingManifest = errors.New("is missing")
+
 // OpenManifest opens snapshot id's manifest as a stream of its resolved
 // entries. A delta manifest's header names the chain of manifests it
 // applies to; they are opened together and merged in path order, each
@@ -98,10 +102,10 @@ func openLayer(ctx context.Context, s store.Store, id, of string) (*archive.Mani
 	rc, err := s.Get(ctx, key, 0, -1)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) && id == of {
-			return nil, fmt.Errorf("%w store: the manifest of snapshot %s is missing (%s); pick another snapshot from `restore --list`", archive.ErrCorrupt, id, Name(s, key))
+			return nil, fmt.Errorf("%w store: the manifest of snapshot %s %w (%s)", archive.ErrCorrupt, id, ErrMissingManifest, Name(s, key))
 		}
 		if errors.Is(err, store.ErrNotExist) {
-			return nil, fmt.Errorf("%w store: %s is missing: snapshot %s's manifest is a delta that needs it; pick a snapshot from `restore --list` whose manifests are all present", archive.ErrCorrupt, Name(s, key), of)
+			return nil, fmt.Errorf("%w store: %s %w: snapshot %s's manifest is a delta that needs it", archive.ErrCorrupt, Name(s, key), ErrMissingManifest, of)
 		}
 		return nil, err
 	}

@@ -297,6 +297,19 @@ func WalkHistory(ctx context.Context, s store.Store, from string, fn func(*Recor
 	return nil
 }
 
+// NoneAtError says no snapshot of the head's history is as old as At.
+type NoneAtError struct {
+	At     time.Time
+	Store  string
+	Oldest time.Time // the oldest snapshot of the head's history
+}
+
+func (e *NoneAtError) Error() string {
+	return fmt.Sprintf("%v at or before %s in %s: the oldest in the head's history is from %s", ErrNoSnapshot, e.At.Format(time.RFC3339), e.Store, e.Oldest.Format(time.RFC3339))
+}
+
+func (e *NoneAtError) Unwrap() error { return ErrNoSnapshot }
+
 // SnapshotAt finds the newest snapshot of head's history taken at or
 // before at.
 func SnapshotAt(ctx context.Context, st store.Store, head string, at time.Time) (string, error) {
@@ -314,7 +327,7 @@ func SnapshotAt(ctx context.Context, st store.Store, head string, at time.Time) 
 		return "", err
 	}
 	if found == "" {
-		return "", fmt.Errorf("%w at or before %s in %s: the oldest in the head's history is from %s (see `restore --list`)", ErrNoSnapshot, at.Format(time.RFC3339), st, oldest.Format(time.RFC3339))
+		return "", &NoneAtError{At: at, Store: st.String(), Oldest: oldest}
 	}
 	return found, nil
 }

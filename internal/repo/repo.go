@@ -63,7 +63,7 @@ func NewID(now time.Time) string {
 // CheckID refuses a malformed snapshot ID before it becomes part of a key.
 func CheckID(id string) error {
 	if !idPattern.MatchString(id) {
-		return fmt.Errorf("snapshot ID %q is malformed (expected e.g. 20261202T111400.000Z-a1b2c3; see `restore --list`)", id)
+		return fmt.Errorf("snapshot ID %q %w (expected e.g. 20261202T111400.000Z-a1b2c3)", id, ErrBadID)
 	}
 	return nil
 }
@@ -108,6 +108,12 @@ type Head struct {
 // ErrNoSnapshot means the store holds no snapshot yet.
 var ErrNoSnapshot = errors.New("no snapshot")
 
+// ErrBadID marks a snapshot ID that is not one NewID makes.
+var ErrBadID = errors.New("is malformed")
+
+// ErrBadHead marks a head pointer that cannot be read.
+var ErrBadHead = errors.New("is corrupt")
+
 // ErrWrongStore means the prefix is not a homesnap store this version can
 // use: it holds other objects, or a marker of another format or garbage.
 var ErrWrongStore = errors.New("not a usable homesnap store")
@@ -128,7 +134,7 @@ func LoadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) 
 	}
 	var h Head
 	if err := json.Unmarshal(data, &h); err != nil || CheckID(h.Snapshot) != nil {
-		return nil, "", fmt.Errorf("%s/%s is corrupt (%v): restore with --snapshot ID from `restore --list`, or fix the object", s, HeadKey, err)
+		return nil, "", fmt.Errorf("%s/%s %w (%v): restore a snapshot named by its ID, or fix the object", s, HeadKey, ErrBadHead, err)
 	}
 	return &h, v, nil
 }
@@ -158,7 +164,7 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 		return lerr
 	}
 	if other != "" {
-		return fmt.Errorf("%w: %s is not a homesnap store: it holds other objects (e.g. %q) and no %s; point --store at an empty prefix or an existing homesnap store", ErrWrongStore, s, other, MarkerKey)
+		return fmt.Errorf("%w: %s is not a homesnap store: it holds other objects (e.g. %q) and no %s; use an empty prefix or an existing homesnap store", ErrWrongStore, s, other, MarkerKey)
 	}
 	return nil
 }
@@ -166,10 +172,10 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 func parseMarker(s store.Store, data []byte) (*Marker, error) {
 	var m Marker
 	if err := json.Unmarshal(data, &m); err != nil || m.Homesnap == 0 {
-		return nil, fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; point --store at a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
+		return nil, fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; use a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
 	}
 	if m.Homesnap < 1 || m.Homesnap > FormatVersion {
-		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports versions 1 to %d: upgrade homesnap to the release that wrote the store, or point --store at another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
+		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports versions 1 to %d: upgrade homesnap to the release that wrote the store, or use another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
 	}
 	return &m, nil
 }

@@ -68,7 +68,7 @@ func Decide(s Situation, force, allowEmpty bool) Decision {
 		why = "the home changed since its snapshot, and the store holds another"
 	}
 	if force {
-		return Decision{ActForced, why + "; --force: restoring, keeping what it replaces or removes"}
+		return Decision{ActForced, why + "; forced: restoring, keeping what it replaces or removes"}
 	}
 	return Decision{ActDiverged, why}
 }

@@ -80,7 +80,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 	}
 	partial := len(o.Include) > 0 || len(o.Exclude) > 0
 	if partial {
-		res.Decision = Decision{ActDelta, "a partial restore (--include/--exclude) changes only what it selects"}
+		res.Decision = Decision{ActDelta, "a partial restore (include/exclude patterns) changes only what it selects"}
 		if head == nil {
 			res.Decision = Decide(sit, o.Force, o.AllowEmpty)
 			return res, decisionError(o, res)
@@ -113,7 +113,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 	}
 	step("marking the home")
 	if err := markHome(ctx, o, target, res.Restore); err != nil {
-		o.Log.Warn().Err(err).Msg("the home was restored but could not be marked: the next restore will refuse it as unknown data unless --force")
+		o.Log.Warn().Err(err).Msg("the home was restored but could not be marked: the next restore will refuse it as unknown data unless forced")
 		return res, nil
 	}
 	res.Marked = true

@@ -163,7 +163,7 @@ func take(ctx context.Context, o Options, src source) (*Result, error) {
 func (s *snapshotter) markHome(id string, at time.Time) {
 	m := &homemark.Mark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print}
 	if err := homemark.Write(s.o.Home, m); err != nil {
-		s.o.Log.Warn().Err(err).Msg("could not mark the home with its snapshot; a restore into it will need --force")
+		s.o.Log.Warn().Err(err).Msg("could not mark the home with its snapshot; a restore into it will have to be forced")
 	}
 }
 
