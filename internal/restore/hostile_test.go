@@ -135,7 +135,7 @@ func TestHostileCorpusIsReproducible(t *testing.T) {
 		want, _ := os.ReadFile(p)
 		got, err := os.ReadFile(filepath.Join(hostileDir(), rel))
 		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("testdata/hostile/%s differs from what hostileCases build (%v): run go test ./internal/engine -run TestHostileStores -update-hostile", rel, err)
+			t.Errorf("testdata/hostile/%s differs from what hostileCases build (%v): run go test ./internal/restore -run TestHostileStores -update-hostile", rel, err)
 		}
 		return nil
 	})
