@@ -158,7 +158,7 @@ func (e *RemoveMostError) Unwrap() error { return ErrWouldRemoveMost }
 type EmptyStoreError struct{ Store string }
 
 func (e *EmptyStoreError) Error() string {
-	return fmt.Sprintf("%v in %s yet: take one with `snapshot --once`", repo.ErrNoSnapshot, e.Store)
+	return fmt.Sprintf("%v in %s yet", repo.ErrNoSnapshot, e.Store)
 }
 
 func (e *EmptyStoreError) Unwrap() error { return repo.ErrNoSnapshot }

@@ -58,6 +58,11 @@ type ImportResult struct {
 // tar+gzip, damaged, or holding a path that could land outside the home.
 var ErrBadImport = errors.New("cannot import")
 
+// ErrNotOperatorBackup marks an archive an import refuses for its shape
+// (a path outside Root, a hard link) rather than for damage: extracted
+// onto the home's volume, it can be snapshotted as any home.
+var ErrNotOperatorBackup = errors.New("not an operator backup")
+
 // ErrHeadExists refuses an import into a store that already has snapshots.
 var ErrHeadExists = errors.New("the store already has snapshots")
 
@@ -252,6 +257,9 @@ func importEntry(h *tar.Header, o *ImportOptions) (*archive.Entry, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w %s: %q: %s; nothing was imported", ErrBadImport, o.Name, h.Name, fmt.Sprintf(format, args...))
 	}
+	notBackup := func(format string, args ...any) error {
+		return fmt.Errorf("%w (%w)", bad(format, args...), ErrNotOperatorBackup)
+	}
 	if name == "" || name == "." {
 		return nil, nil // the archive's own root
 	}
@@ -264,7 +272,7 @@ func importEntry(h *tar.Header, o *ImportOptions) (*archive.Entry, error) {
 		return nil, bad("is longer than a Linux path or file name may be")
 	}
 	if first, _, _ := strings.Cut(name, "/"); first != o.Root {
-		return nil, bad("lies outside %s/; an operator backup holds %s/ only. For another archive, extract it onto the home's volume and take `snapshot --once --home DIR`", o.Root, o.Root)
+		return nil, notBackup("lies outside %s/; an operator backup holds %s/ only", o.Root, o.Root)
 	}
 	e := &archive.Entry{
 		Path: name, UID: h.Uid, GID: h.Gid, MTime: h.ModTime.UnixNano(),
@@ -291,7 +299,7 @@ func importEntry(h *tar.Header, o *ImportOptions) (*archive.Entry, error) {
 			return nil, bad("is a symbolic link to %q, outside the home", h.Linkname)
 		}
 	case tar.TypeLink:
-		return nil, bad("is a hard link to %q, which an import cannot carry; extract the archive onto the home's volume and take `snapshot --once --home DIR`", h.Linkname)
+		return nil, notBackup("is a hard link to %q, which an import cannot carry", h.Linkname)
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
 		return nil, bad("is a device file or FIFO, which has no place in a Jenkins home")
 	default:
