@@ -1,17 +1,15 @@
 // Package internal_test keeps the import layers of homesnap:
 //
-//	cmd → cli ─→ runner, metrics ─────────────┐
-//	       │                                   ↓
-//	       ├──→ maint ─→ prune ─→ retention   snapshot    (maint rewrites through snapshot)
-//	       │      └─────────────────────────→ snapshot
-//	       ├──→ snapshot, restore, check      the jobs: none imports another
-//	       │      ↓
-//	       │    fetch, homemark               shared lower pieces (plan reader and
-//	       │      ↓                           ranged fetch; the home's check and mark)
-//	       ├──→ crypt, auth, lease ─→ repo ─→ archive ─→ selector ─→ jenkins
-//	       │                          ↓
-//	       └──────────────────────→ store ← store/<backend>
-//	    scan ─→ homefs (the home, by descriptor), under snapshot, restore, homemark, fetch
+//	cmd                 → cli
+//	cli                 → runner, metrics, maint, snapshot, restore, check, crypt, auth, lease
+//	runner, metrics     → snapshot (its Result)
+//	maint               → snapshot (a consolidation is a snapshot), prune → retention
+//	snapshot, restore, check: the jobs, none importing another
+//	                    → fetch (plan reader and ranged fetch; restore, check)
+//	                    → homemark (the home's check and mark; snapshot, restore)
+//	                    → scan → homefs (the home, by descriptor only)
+//	fetch, prune, crypt, auth, lease → repo → archive → selector → jenkins
+//	repo                → store ← store/<backend>
 //
 // Backends know only the store package; no job reaches up to the CLI or
 // the runner, nor into another job; the shared pieces and the store layout
