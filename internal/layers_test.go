@@ -5,7 +5,7 @@
 //	runner, metrics     → snapshot (its Result)
 //	maint               → snapshot (a consolidation is a snapshot), prune → retention
 //	snapshot, restore, check: the jobs, none importing another
-//	                    → fetch (plan reader and ranged fetch; restore, check)
+//	                    → fetch (plan reader, ranged fetch, checked copy of a file)
 //	                    → homemark (the home's check and mark; snapshot, restore)
 //	                    → scan → homefs (the home, by descriptor only)
 //	fetch, prune, crypt, auth, lease → repo → archive → selector → jenkins
