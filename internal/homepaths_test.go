@@ -17,7 +17,7 @@ import (
 // listed below with the reason it is not a home path.
 
 // homePackages are the production packages that work on the home.
-var homePackages = []string{"engine", "jenkins", "cli", "scan", "runner"}
+var homePackages = []string{"snapshot", "restore", "homemark", "fetch", "jenkins", "cli", "scan", "runner"}
 
 // pathCalls are the path-based calls that resolve every component of
 // their path, following symlinks on the way.
@@ -38,10 +38,10 @@ var notHome = map[string]string{
 	"cli/commands.go Main os.Create":              "HOMESNAP_CPUPROFILE: a profile file the operator names",
 	"cli/crypt.go keySource os.Open":              "an age key file: a mounted Secret",
 	"cli/import.go runImport os.Open":             "--import: a tar file the operator names",
-	"engine/fetch.go processUmask os.ReadFile":    "/proc/self/status",
-	"engine/homemark.go TakeFingerprint os.Stat":  "the home directory itself, as configured",
-	"engine/snapshot.go checkHome os.Stat":        "the home directory itself, as configured",
-	"engine/snapshot.go checkHome os.MkdirAll":    "the home directory itself, as configured",
+	"restore/write.go processUmask os.ReadFile":   "/proc/self/status",
+	"homemark/mark.go TakeFingerprint os.Stat":    "the home directory itself, as configured",
+	"homemark/check.go Check os.Stat":             "the home directory itself, as configured",
+	"homemark/check.go Check os.MkdirAll":         "the home directory itself, as configured",
 	"cli/sidecar.go token os.Open":                "--trigger-token-file: a mounted Secret",
 }
 

@@ -1,15 +1,25 @@
 // Package internal_test keeps the import layers of homesnap:
 //
-//	cmd → cli → (runner) → engine → repo → archive, scan, selector → jenkins
-//	                                  ↘ store ← store/<backend>
+//	cmd                 → cli
+//	cli                 → runner, metrics, maint, snapshot, restore, check, crypt, auth, lease
+//	runner, metrics     → snapshot (its Result)
+//	maint               → snapshot (a consolidation is a snapshot), prune → retention
+//	snapshot, restore, check: the jobs, none importing another
+//	                    → fetch (plan reader, ranged fetch, checked copy of a file)
+//	                    → homemark (the home's check and mark; snapshot, restore)
+//	                    → scan → homefs (the home, by descriptor only)
+//	fetch, prune, crypt, auth, lease → repo → archive → selector → jenkins
+//	repo                → store ← store/<backend>
 //
-// Backends know only the store package; the engine never reaches up to the
-// CLI; the store layout (repo) never reaches up to the engine. Checked on
-// every package's full (transitive) dependencies, as `go list` reports them.
+// Backends know only the store package; no job reaches up to the CLI or
+// the runner, nor into another job; the shared pieces and the store layout
+// (repo) know none of the jobs above them. Checked on every package's full
+// (transitive) dependencies, as `go list` reports them.
 package internal_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,15 +36,44 @@ type rule struct {
 	why    string
 }
 
+var (
+	jobs  = []string{"internal/snapshot", "internal/restore", "internal/check", "internal/maint"}
+	above = []string{"internal/cli", "internal/runner", "cmd"}
+)
+
 var rules = []rule{
 	{from: "internal/store", deny: []string{"internal", "cmd"}, allow: []string{"internal/store"},
 		why: "store backends know only the Store interface; cross-cutting concerns wrap it from above"},
-	{from: "internal/engine", deny: []string{"internal/cli", "internal/runner", "cmd"},
-		why: "the engine is called by the CLI and the sidecar runner, never the other way round"},
-	{from: "internal/repo", deny: []string{"internal/engine", "internal/cli", "internal/runner", "cmd"},
-		why: "the store layout is below the engine"},
-	{from: "internal/archive", deny: []string{"internal/engine", "internal/cli", "internal/repo", "internal/store", "internal/scan"},
+	{from: "internal/snapshot", deny: append(slices.Clone(jobs[1:]), above...),
+		why: "a snapshot knows nothing of restoring, checking or maintaining, nor of its callers"},
+	{from: "internal/restore", deny: append([]string{"internal/snapshot", "internal/check", "internal/maint"}, above...),
+		why: "a restore reads what snapshots wrote through fetch and homemark, never through snapshot's code"},
+	{from: "internal/check", deny: append([]string{"internal/snapshot", "internal/restore", "internal/maint"}, above...),
+		why: "a check reads snapshots as a restore does (fetch), without restoring"},
+	{from: "internal/maint", deny: append([]string{"internal/restore", "internal/check"}, above...),
+		why: "maintenance rewrites through snapshot; it never restores or checks, and is called by the CLI"},
+	{from: "internal/fetch", deny: append(slices.Clone(jobs), above...),
+		why: "the shared plan reader and ranged fetch know none of the jobs that use them"},
+	{from: "internal/homemark", deny: append(slices.Clone(jobs), append(above, "internal/fetch", "internal/repo", "internal/store")...),
+		why: "the home's check and mark know the home, not the store or the jobs"},
+	{from: "internal/repo", deny: []string{"internal", "cmd"}, allow: []string{"internal/repo", "internal/archive", "internal/store", "internal/selector", "internal/jenkins"},
+		why: "the store layout knows only the format and the Store interface"},
+	{from: "internal/archive", deny: []string{"internal", "cmd"}, allow: []string{"internal/archive", "internal/selector", "internal/jenkins"},
 		why: "the on-store format knows no orchestration or storage"},
+	{from: "internal/prune", deny: []string{"internal", "cmd"}, allow: []string{"internal/prune", "internal/repo", "internal/retention", "internal/archive", "internal/store", "internal/selector", "internal/jenkins"},
+		why: "a prune plan is computed from records and listings, below maintenance"},
+	{from: "internal/retention", deny: []string{"internal", "cmd"}, allow: []string{"internal/retention"},
+		why: "retention is a pure function of the history's times"},
+	{from: "internal/crypt", deny: append(append(slices.Clone(jobs), "internal/fetch", "internal/homemark"), above...),
+		why: "encryption wraps the Store; it knows the layout, not the jobs"},
+	{from: "internal/auth", deny: append(append(slices.Clone(jobs), "internal/fetch", "internal/homemark", "internal/crypt"), above...),
+		why: "authentication wraps the Store; it knows the layout, not the jobs"},
+	{from: "internal/lease", deny: append(append(slices.Clone(jobs), "internal/fetch", "internal/homemark"), above...),
+		why: "the one-writer lease is a store object; it knows no job"},
+	{from: "internal/metrics", deny: append([]string{"internal/restore", "internal/check", "internal/maint"}, above...),
+		why: "metrics observe the sidecar's snapshots; the CLI wires them"},
+	{from: "internal/snaptest", deny: []string{"internal/restore", "internal/check", "internal/maint"},
+		why: "the jobs' tests share snaptest, so it imports none of them but snapshot"},
 	{from: "internal/selector", deny: []string{"internal"}, allow: []string{"internal/selector", "internal/jenkins"},
 		why: "selection knows only the Jenkins presets"},
 	{from: "internal/jenkins", deny: []string{"internal"}, allow: []string{"internal/jenkins"},
@@ -97,7 +136,7 @@ func TestImportLayers(t *testing.T) {
 			deps[pkg] = []string{} // a package without module deps is still listed
 		}
 	}
-	if len(deps) < 10 || deps["internal/engine"] == nil {
+	if len(deps) < 10 || deps["internal/snapshot"] == nil {
 		t.Fatalf("go list found %d packages, not the module's: %s", len(deps), out)
 	}
 	for _, v := range violations(deps) {
@@ -108,19 +147,21 @@ func TestImportLayers(t *testing.T) {
 // TestLayerRulesCatchViolations: the rules do fail on the imports they forbid.
 func TestLayerRulesCatchViolations(t *testing.T) {
 	bad := map[string][]string{
-		"internal/store/s3":     {"internal/store", "internal/engine"},
-		"internal/engine":       {"internal/repo", "internal/cli"},
-		"internal/repo":         {"internal/store", "internal/engine"},
-		"internal/store/file":   {"internal/store"},      // fine
-		"internal/cli":          {"internal/engine"},     // fine
-		"internal/sidecar":      {"internal/engine"},     // fine
-		"internal/store/crypt2": {"internal/selector"},   // a backend reaching out
-		"cmd/restore":           {"internal/cli"},        // fine
-		"internal/e2e":          {"internal/testhome"},   // fine
-		"internal/jenkins":      {"internal/cli/config"}, // only the mains use cli
+		"internal/store/s3":     {"internal/store", "internal/snapshot"},
+		"internal/snapshot":     {"internal/repo", "internal/cli"},
+		"internal/repo":         {"internal/store", "internal/restore"},
+		"internal/restore":      {"internal/fetch", "internal/snapshot"}, // a job reaching into another
+		"internal/fetch":        {"internal/repo", "internal/check"},     // a shared piece reaching up
+		"internal/store/file":   {"internal/store"},                      // fine
+		"internal/cli":          {"internal/maint", "internal/restore"},  // fine
+		"internal/maint":        {"internal/snapshot", "internal/prune"}, // fine
+		"internal/store/crypt2": {"internal/selector"},                   // a backend reaching out
+		"cmd/restore":           {"internal/cli"},                        // fine
+		"internal/e2e":          {"internal/testhome"},                   // fine
+		"internal/jenkins":      {"internal/cli/config"},                 // only the mains use cli
 	}
 	got := violations(bad)
-	if len(got) != 5 {
-		t.Errorf("found %d violations, want 5:\n%s", len(got), strings.Join(got, "\n"))
+	if len(got) != 7 {
+		t.Errorf("found %d violations, want 7:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }

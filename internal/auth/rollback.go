@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
@@ -50,11 +49,9 @@ func CheckRollback(ctx context.Context, st store.Store, head *repo.Head) error {
 		return nil
 	}
 	var newer []string
-	err := st.List(ctx, "snapshots/", func(o store.Object) error {
-		if repo.IsRecordKey(o.Key) {
-			if id := strings.TrimSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json"); id > head.Snapshot {
-				newer = append(newer, id)
-			}
+	err := st.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
+		if h, ok := repo.ParseKey(o.Key); ok && h.Kind == repo.KindRecord && h.ID > head.Snapshot {
+			newer = append(newer, h.ID)
 		}
 		return nil
 	})

@@ -212,9 +212,9 @@ func (s *Store) verifyJSON(ctx context.Context, key string, stored []byte) ([]by
 // taggedRecord returns the ID of a record that verifies, if any.
 func (s *Store) taggedRecord(ctx context.Context) (string, error) {
 	var ids []string
-	err := s.inner.List(ctx, "snapshots/", func(o store.Object) error {
-		if repo.IsRecordKey(o.Key) {
-			ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json"))
+	err := s.inner.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
+		if h, ok := repo.ParseKey(o.Key); ok && h.Kind == repo.KindRecord {
+			ids = append(ids, h.ID)
 		}
 		return nil
 	})

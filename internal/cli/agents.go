@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/check"
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
@@ -112,7 +112,7 @@ func loadState(ctx context.Context, cfg *restoreConfig, st store.Store, ref stri
 	if ref == "head" {
 		id = ""
 	}
-	sfs, err := engine.OpenSnapshotFS(ctx, st, id, jenkins.Needed)
+	sfs, err := check.OpenSnapshotFS(ctx, st, id, jenkins.Needed)
 	if err != nil {
 		return nil, "", err
 	}
@@ -247,7 +247,7 @@ func inspectHome(home string, opts jenkins.Options) (*jenkins.State, error) {
 
 // ownsMasterKey reports whether a snapshot's selection covers master.key
 // (a restore then makes the home's equal to the snapshot's, even absent).
-func ownsMasterKey(sfs *engine.SnapshotFS) bool {
+func ownsMasterKey(sfs *check.SnapshotFS) bool {
 	sel, err := selector.New(sfs.Header.Selection)
 	return err != nil || sel.Selected(jenkins.MasterKeyPath)
 }
@@ -299,7 +299,7 @@ func writeMasterKey(home string, key []byte, log zerolog.Logger) error {
 }
 
 // restoreCheck is the agent check of one restore: on the home as it will
-// be, before the commit (RestoreOptions.BeforeCommit), then installing a
+// be, before the commit (restore.Options.BeforeCommit), then installing a
 // supplied master key after it.
 type restoreCheck struct {
 	opts agentCheckOptions
@@ -320,7 +320,7 @@ func prepareAgentCheck(cfg *restoreConfig, log zerolog.Logger) (*restoreCheck, e
 	}, nil
 }
 
-// beforeCommit is the engine's hook: staged shows the home as the restore
+// beforeCommit is the restore's hook: staged shows the home as the restore
 // will leave it.
 func (c *restoreCheck) beforeCommit(ctx context.Context, staged fs.FS) error {
 	return agentCheck(c.opts, c.log)(ctx, staged)
@@ -375,7 +375,7 @@ func compareWithHead(ctx context.Context, home string, st store.Store, accept bo
 	if err != nil {
 		return fmt.Errorf("agent check of %s: %w", home, err)
 	}
-	sfs, err := engine.OpenSnapshotFS(ctx, st, "", jenkins.Needed)
+	sfs, err := check.OpenSnapshotFS(ctx, st, "", jenkins.Needed)
 	if errors.Is(err, repo.ErrNoSnapshot) {
 		for _, p := range now.Problems {
 			if p.Breaks {

@@ -17,11 +17,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
 	"github.com/homesnap/homesnap/internal/version"
@@ -166,7 +166,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	opts := engine.SnapshotOptions{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
+	opts := snapshot.Options{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
 		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients, Authenticated: enc.Authenticated}
 	// The agent-key guard reads the head's manifest: only a snapshot that
 	// is about to replace the head needs it.
@@ -181,8 +181,8 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	once := func(ctx context.Context, opts engine.SnapshotOptions) (*engine.SnapshotResult, error) {
-		res, err := engine.Snapshot(ctx, opts)
+	once := func(ctx context.Context, opts snapshot.Options) (*snapshot.Result, error) {
+		res, err := snapshot.Snapshot(ctx, opts)
 		var r reported
 		if errors.As(err, &r) {
 			return nil, err

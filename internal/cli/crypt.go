@@ -96,14 +96,6 @@ func authenticated(ctx context.Context, a *AgeIdentity, ids []age.Identity, st s
 	return auth.Wrap(st, auth.Options{Keys: keys, Allow: a.AllowUnauthenticated, Legacy: legacy, Warn: warn}), true, nil
 }
 
-// authError adds the override to an authentication refusal.
-func authError(err error) error {
-	if errors.Is(err, auth.ErrUnauthenticated) || errors.Is(err, auth.ErrForged) || errors.Is(err, auth.ErrRollback) || errors.Is(err, crypt.ErrPlaintext) {
-		return fmt.Errorf("%w; %s", err, allowHint)
-	}
-	return err
-}
-
 // AgeSnapshot is the snapshot's age settings: what to encrypt to, and the
 // switches for migration and rotation.
 type AgeSnapshot struct {
@@ -180,7 +172,6 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 		err = needKey(ctx, &a.AgeIdentity, st, "snapshots written without it would be refused by every restore")
 	}
 	if err != nil {
-		err = authError(err)
 		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
 		return nil, reported{err}
 	}
@@ -198,8 +189,11 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
 		return nil, reported{err}
 	}
-	if setup.Note != "" {
-		log.Warn().Str("store", st.String()).Msg(setup.Note)
+	if note := setup.Note; note != "" {
+		if setup.Migrating {
+			note += "; drop --age-migrate once it is committed"
+		}
+		log.Warn().Str("store", st.String()).Msg(note)
 	}
 	if len(setup.Recipients) > 0 {
 		log.Info().Strs("age_recipients", setup.Recipients).Msg("snapshots are encrypted with age")
@@ -213,7 +207,6 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 // head also checks that the head was not rolled back.
 func restoreStore(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot string, log zerolog.Logger) (*crypt.Setup, error) {
 	fail := func(err error) (*crypt.Setup, error) {
-		err = authError(err)
 		log.Error().Err(err).Str("store", raw.String()).Msg("restore failed; nothing was changed in the home")
 		return nil, reported{err}
 	}
@@ -277,7 +270,6 @@ func reencrypt(ctx context.Context, a *AgeSnapshot, st store.Store, log zerolog.
 	}
 	ast, _, err := authenticated(ctx, &a.AgeIdentity, k.Identities, st, false, log)
 	if err != nil {
-		err = authError(err)
 		log.Error().Err(err).Str("store", st.String()).Msg("re-encryption refused")
 		return reported{err}
 	}
@@ -328,7 +320,6 @@ func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, dryRu
 		err = needKey(ctx, a, st, "prune rewrites records")
 	}
 	if err != nil {
-		err = authError(err)
 		log.Error().Err(err).Str("store", st.String()).Msg("refused")
 		return nil, reported{err}
 	}

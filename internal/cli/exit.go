@@ -9,8 +9,8 @@ import (
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/crypt"
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -44,7 +44,7 @@ func exitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &ue):
 		return ExitUsage
-	case errors.Is(err, engine.ErrDiverged), errors.Is(err, engine.ErrWouldRemoveMost):
+	case errors.Is(err, restore.ErrDiverged), errors.Is(err, restore.ErrWouldRemoveMost):
 		return ExitRefused
 	case errors.Is(err, repo.ErrNoSnapshot):
 		return ExitNoSnapshot
@@ -75,6 +75,7 @@ func (r reported) Unwrap() error { return r.error }
 // is printed all the same when no error line was logged (a wrong mark, or
 // a --log-level that hides errors).
 func report(err error, stderr io.Writer) int {
+	err = withHint(err)
 	code := exitCode(err)
 	var r reported
 	if code != ExitOK && (!errors.As(err, &r) || loggedErrors.Load() == 0) {

@@ -11,8 +11,8 @@ import (
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/crypt"
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -26,8 +26,8 @@ func TestExitCodes(t *testing.T) {
 		{nil, ExitOK},
 		{errHelp, ExitOK},
 		{usageError{errors.New("bad flag")}, ExitUsage},
-		{wrap(&engine.DivergedError{Reason: "x"}), ExitRefused},
-		{wrap(&engine.RemoveMostError{}), ExitRefused},
+		{wrap(&restore.DivergedError{Reason: "x"}), ExitRefused},
+		{wrap(&restore.RemoveMostError{}), ExitRefused},
 		{wrap(fmt.Errorf("%w in store", repo.ErrNoSnapshot)), ExitNoSnapshot},
 		{wrap(fmt.Errorf("%w archive x", archive.ErrCorrupt)), ExitCorrupt},
 		{wrap(&store.Error{Op: "load", Store: "s3://b/p", Err: errors.New("access denied")}), ExitStore},

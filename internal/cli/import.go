@@ -11,9 +11,9 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/crypt"
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -46,10 +46,10 @@ func runImport(ctx context.Context, cfg *snapshotConfig, st store.Store, enc *cr
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	log.Info().Str("archive", name).Str("store", enc.Store.String()).Msg("importing the Jenkins operator's backup")
-	var res *engine.ImportResult
+	var res *snapshot.ImportResult
 	err = underLease(ctx, st, cfg.LeaseTTL, "import", "stop the sidecar writing to this store first", log,
 		func(ctx context.Context, fence func(store.Store) store.Store) (err error) {
-			res, err = engine.Import(ctx, engine.ImportOptions{
+			res, err = snapshot.Import(ctx, snapshot.ImportOptions{
 				Source: src, Name: name, Store: fence(enc.Store), Root: jenkins.OperatorBackupRoot, Selection: sel,
 				Level: level, Log: log, Recipients: enc.Recipients, OntoHead: cfg.ImportOnto,
 			})
@@ -61,7 +61,7 @@ func runImport(ctx context.Context, cfg *snapshotConfig, st store.Store, enc *cr
 	}
 	if err != nil {
 		msg := "import failed; the store is as it was"
-		if errors.Is(err, engine.ErrHeadExists) {
+		if errors.Is(err, snapshot.ErrHeadExists) {
 			msg = "import refused"
 		}
 		log.Error().Err(err).Str("archive", name).Str("store", enc.Store.String()).Msg(msg)

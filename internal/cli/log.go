@@ -32,6 +32,7 @@ func newLogger(c *Common, w io.Writer) (zerolog.Logger, error) {
 	if console {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 	}
+	zerolog.ErrorMarshalFunc = logHinted // every logged error carries its flag hint
 	return zerolog.New(w).Level(level).Hook(countErrors{}).With().Timestamp().Logger(), nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/fetch"
 )
 
 // ProgressConfig is how restore shows its progress.
@@ -31,9 +31,9 @@ func (c ProgressConfig) validate() error {
 // logEvery is how often the log variant reports.
 const logEvery = 5 * time.Second
 
-// reporter is an engine.Progress the CLI shows; stop shows the end.
+// reporter is an fetch.Progress the CLI shows; stop shows the end.
 type reporter interface {
-	engine.Progress
+	fetch.Progress
 	stop()
 }
 
@@ -163,8 +163,8 @@ func (p *barProgress) stop() {
 	fmt.Fprintln(p.w) // the log continues below the bar
 }
 
-// progressOf returns r as the engine's option (a nil interface when off).
-func progressOf(r reporter) engine.Progress {
+// progressOf returns r as the restore's and check's option (a nil interface when off).
+func progressOf(r reporter) fetch.Progress {
 	if r == nil {
 		return nil
 	}

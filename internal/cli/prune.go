@@ -7,11 +7,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/maint"
 	"github.com/homesnap/homesnap/internal/prune"
 	"github.com/homesnap/homesnap/internal/retention"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -52,18 +51,6 @@ func (r *Retention) validate() error {
 		return err
 	}
 	return positive("--prune-delay/HOMESNAP_PRUNE_DELAY", r.PruneDelay)
-}
-
-// runPrune prunes and logs a summary line.
-func runPrune(ctx context.Context, st store.Store, r *Retention, dryRun bool, log zerolog.Logger) (*prune.Plan, error) {
-	p, err := prune.Run(ctx, prune.Options{Store: st, Policy: r.policy(), Delay: r.PruneDelay, RepackGrace: r.RepackGrace, DryRun: dryRun, Log: log})
-	if err != nil {
-		log.Error().Err(err).Str("store", st.String()).Msg("prune failed")
-		return nil, err
-	}
-	log.Info().Str("policy", p.Policy.String()).Int("kept", p.Kept()).Int("dropped", len(p.Decisions)-p.Kept()).
-		Int("objects_deleted", len(p.Delete)).Int64("bytes_freed", p.Freed()).Bool("dry_run", dryRun).Msg("prune done")
-	return p, nil
 }
 
 type pruneConfig struct {
@@ -115,9 +102,9 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Records are never encrypted and prune deletes the keys it lists, so
 	// an encrypted store needs no key here.
 	var p *prune.Plan
-	var rp *engine.RepackResult
+	var rp *maint.RepackResult
 	do := func(ctx context.Context, st store.Store) (err error) {
-		if p, err = runPrune(ctx, st, &cfg.Retention, cfg.DryRun, log); err != nil {
+		if p, err = maint.Prune(ctx, st, maintenance(&cfg.Retention, true, 0, snapshot.Options{}, log), cfg.DryRun); err != nil {
 			return err
 		}
 		rp, err = pruneRepack(ctx, st, &cfg.Retention, p, cfg.DryRun, log)
@@ -153,18 +140,4 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: kept %d of %d snapshots; %s %d objects, %d bytes\n", p.Policy, p.Kept(), len(p.Decisions), verb, len(p.Delete), p.Freed())
 	return nil
-}
-
-// consolidate takes a consolidating snapshot when the head is due one; a
-// failure is logged and leaves the head as it was.
-func consolidate(ctx context.Context, opts engine.SnapshotOptions, maxArchives int, stdout io.Writer, log zerolog.Logger) {
-	res, err := engine.Consolidate(ctx, opts, engine.ConsolidatePolicy{MaxArchives: maxArchives})
-	switch {
-	case err != nil:
-		log.Error().Err(err).Msg("consolidation failed; the head is unchanged")
-	case !res.Unchanged:
-		log.Info().Str("snapshot", res.ID).Str("parent", res.Parent).Int("archives", len(res.Totals.Archives)).
-			Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("consolidated: the head points into fewer archives")
-		fmt.Fprintln(stdout, res.ID)
-	}
 }

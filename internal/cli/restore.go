@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -40,7 +40,7 @@ type restoreConfig struct {
 	AgeIdentity
 
 	at    time.Time
-	owner *engine.Owner
+	owner *restore.Owner
 	sel   *selector.Selector
 }
 
@@ -83,7 +83,7 @@ func (c *restoreConfig) validate() error {
 		if !ok || uerr != nil || gerr != nil {
 			return usageError{fmt.Errorf("--chown/HOMESNAP_CHOWN %q: want numeric UID:GID such as 1000:1000", c.Chown)}
 		}
-		c.owner = &engine.Owner{UID: int(uid), GID: int(gid)}
+		c.owner = &restore.Owner{UID: int(uid), GID: int(gid)}
 	}
 	if c.Target != "" {
 		t, err := filepath.Abs(c.Target)
@@ -128,7 +128,6 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			err = fmt.Errorf("gave up after %v (--timeout) while %s at %s: %w", limit, step, store.Redact(cfg.Store), err)
 			stepMu.Unlock()
 		}
-		err = authError(err)
 		log.Error().Err(err).Str("home", cfg.Home).Str("store", store.Redact(cfg.Store)).Msg(msg)
 		return reported{err}
 	}
@@ -183,15 +182,15 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if home == "" {
 		return usageError{errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME (or --target)")}
 	}
-	opts := engine.HomeOptions{
-		RestoreOptions: engine.RestoreOptions{
+	opts := restore.HomeOptions{
+		Options: restore.Options{
 			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
 			Include: cfg.Only, Exclude: cfg.Skip, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
 		},
 		At: cfg.at, Step: setStep,
 	}
 	if cfg.DryRun {
-		opts.OnChange = func(c engine.Change) { fmt.Fprintf(stdout, "%s\t%s\t%d\n", c.Kind, c.Path, c.Size) }
+		opts.OnChange = func(c restore.Change) { fmt.Fprintf(stdout, "%s\t%s\t%d\n", c.Kind, c.Path, c.Size) }
 	}
 	check, err := prepareAgentCheck(&cfg, log)
 	if err != nil {
@@ -203,12 +202,12 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		progress = newProgress(cfg.Progress, "restore", stderr, log)
 		opts.Progress = progressOf(progress)
 	}
-	res, err := engine.RestoreHome(ctx, opts)
+	res, err := restore.RestoreHome(ctx, opts)
 	if progress != nil {
 		progress.stop()
 	}
 	if err == nil && !cfg.DryRun {
-		err = check.afterCommit(ctx, home, res.Decision.Action == engine.ActFirstBoot)
+		err = check.afterCommit(ctx, home, res.Decision.Action == restore.ActFirstBoot)
 	}
 	if err != nil {
 		return fail("restore failed", err)
@@ -225,7 +224,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // warnModes says, once, what a restore did not take from the store as
 // stored, and what a root restore without --chown did take: its owners.
-func warnModes(log zerolog.Logger, r *engine.RestoreResult, keep bool) {
+func warnModes(log zerolog.Logger, r *restore.Result, keep bool) {
 	modes := fmt.Sprintf("%d paths lost setuid, setgid or world-writable bits (--keep-modes keeps them)", r.ModesDropped)
 	if keep {
 		modes = "modes were applied as stored (--keep-modes), setuid, setgid and world-writable bits included"
@@ -243,15 +242,15 @@ func warnModes(log zerolog.Logger, r *engine.RestoreResult, keep bool) {
 }
 
 // logOutcome says what the restore decided and did, in one line.
-func logOutcome(log zerolog.Logger, home, storeName string, res *engine.HomeResult) {
+func logOutcome(log zerolog.Logger, home, storeName string, res *restore.HomeResult) {
 	ev := log.Info().Str("decision", string(res.Decision.Action)).Str("reason", res.Decision.Reason).
 		Str("snapshot", res.Snapshot).Str("home", home).Str("store", storeName)
 	r := res.Restore
 	if r == nil {
-		msg := map[engine.Action]string{
-			engine.ActNothing:   "the home is at this snapshot already; nothing to do",
-			engine.ActSkipNewer: "the home is newer than the store; not restoring (the sidecar will snapshot it)",
-			engine.ActFirstBoot: "the store has no snapshot yet; nothing restored (first boot)",
+		msg := map[restore.Action]string{
+			restore.ActNothing:   "the home is at this snapshot already; nothing to do",
+			restore.ActSkipNewer: "the home is newer than the store; not restoring (the sidecar will snapshot it)",
+			restore.ActFirstBoot: "the store has no snapshot yet; nothing restored (first boot)",
 		}[res.Decision.Action]
 		ev.Msg(msg)
 		return

@@ -14,10 +14,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/runner"
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 // vital names the top-level paths of a Jenkins home whose disappearance
@@ -43,13 +43,13 @@ type Sidecar struct {
 
 // sidecar runs snapshots every interval, on SIGUSR1 and on POST /snapshot,
 // and a final one when ctx ends (SIGTERM), until the final one is taken.
-func sidecar(ctx context.Context, cfg *snapshotConfig, opts engine.SnapshotOptions, once func(context.Context, engine.SnapshotOptions) (*engine.SnapshotResult, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
+func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, once func(context.Context, snapshot.Options) (*snapshot.Result, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
 	r := runner.New(runner.Options{
 		Lease:      l,
 		RenewEvery: cfg.LeaseTTL / 3,
 		OnLease:    m.LeaseHeld,
-		Take: func(ctx context.Context, trigger string) (*engine.SnapshotResult, error) {
+		Take: func(ctx context.Context, trigger string) (*snapshot.Result, error) {
 			o := opts
 			o.Trigger = trigger
 			return once(ctx, o)

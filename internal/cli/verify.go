@@ -9,8 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/check"
 	"github.com/homesnap/homesnap/internal/crypt"
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -39,11 +39,10 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 		err = checkRollback(ctx, &cfg.AgeIdentity, st, log)
 	}
 	if err != nil {
-		err = authError(err)
 		log.Error().Err(err).Str("store", raw.String()).Msg("verify refused")
 		return reported{err}
 	}
-	opts := engine.VerifyOptions{
+	opts := check.Options{
 		Store: st, Structure: cfg.VerifyStructure && !cfg.Verify, Jobs: cfg.Jobs,
 		// Each snapshot is read as the restore would read it: through age
 		// when it is encrypted (a migrated store holds both kinds).
@@ -54,7 +53,7 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 			}
 			return setup.Store, nil
 		},
-		OnProblem: func(p engine.Problem) {
+		OnProblem: func(p check.Problem) {
 			log.Error().Err(p.Err).Str("snapshot", p.Snapshot).Str("object", p.Object).Msg("damaged object")
 		},
 	}
@@ -72,7 +71,7 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 		progress = newProgress(cfg.Progress, "verify", stderr, log)
 		opts.Progress = progressOf(progress)
 	}
-	res, err := engine.Verify(ctx, opts)
+	res, err := check.Verify(ctx, opts)
 	if progress != nil {
 		progress.stop()
 	}
@@ -134,7 +133,7 @@ func snapshotAt(ctx context.Context, st store.Store, at time.Time) (string, erro
 	if at.IsZero() {
 		return head.Snapshot, nil
 	}
-	return engine.SnapshotAt(ctx, st, head.Snapshot, at)
+	return repo.SnapshotAt(ctx, st, head.Snapshot, at)
 }
 
 // errVerifyAndList refuses two commands at once.

@@ -35,6 +35,10 @@ type Setup struct {
 	// Note says what changed or deserves a warning, for the log; empty
 	// when nothing did.
 	Note string
+	// Migrating: this snapshot moves the store between plain and
+	// encrypted (Keys.Migrate), which it need not be told again once
+	// committed.
+	Migrating bool
 	// Authenticated: Store verifies what it reads and tags what it
 	// writes (internal/auth).
 	Authenticated bool
@@ -47,6 +51,27 @@ var ErrPlaintext = errors.New("is not encrypted, and the store is")
 // ErrMixed means a snapshot would mix plain and encrypted snapshots in one
 // store.
 var ErrMixed = errors.New("a store never mixes plain and encrypted snapshots")
+
+// MixedError refuses a snapshot that would mix plain and encrypted
+// snapshots: Encrypting says it would encrypt onto a plain store (else it
+// would store plain snapshots in an encrypted one). Keys.Migrate allows it.
+type MixedError struct {
+	Store      string
+	Encrypting bool
+}
+
+func (e *MixedError) Error() string {
+	if !e.Encrypting {
+		return fmt.Sprintf("%s holds age-encrypted snapshots and this snapshot has no age recipients: %v", e.Store, ErrMixed)
+	}
+	return fmt.Sprintf("%s holds plain snapshots and this snapshot would encrypt them with age: %v", e.Store, ErrMixed)
+}
+
+func (e *MixedError) Unwrap() error { return ErrMixed }
+
+// ErrNoOwnIdentity refuses an encrypting snapshot given no identity of
+// its recipients.
+var ErrNoOwnIdentity = errors.New("has no identity for any of them")
 
 // ForSnapshot checks the store's encryption against k and returns the store
 // a snapshot writes through. A snapshot with recipients onto a plain store,
@@ -61,7 +86,7 @@ func ForSnapshot(ctx context.Context, st store.Store, k Keys) (*Setup, error) {
 	if len(fps) > 0 {
 		want = repo.EncryptionAge
 		if !overlaps(IdentityFingerprints(k.Identities), fps) {
-			return nil, fmt.Errorf("snapshot encrypts to age recipients %s but has no identity for any of them: an incremental snapshot reads its parent's manifest back, so give it one of their identities too (--age-identity-file or HOMESNAP_AGE_IDENTITY_FILE; the identity alone also sets the recipients)", list(fps))
+			return nil, fmt.Errorf("snapshot encrypts to age recipients %s but %w: an incremental snapshot reads its parent's manifest back, so give it one of their identities too", list(fps), ErrNoOwnIdentity)
 		}
 	}
 	setup := &Setup{Store: st, Recipients: fps}
@@ -85,8 +110,9 @@ func ForSnapshot(ctx context.Context, st store.Store, k Keys) (*Setup, error) {
 			if !k.Migrate {
 				return nil, mixError(st, m.Encryption, want)
 			}
-			setup.Note = fmt.Sprintf("migrating %s from %s to %s snapshots: this snapshot is a full one; the older ones stay as they are (readable, and %s) until pruned; drop --age-migrate once it is committed",
+			setup.Note = fmt.Sprintf("migrating %s from %s to %s snapshots: this snapshot is a full one; the older ones stay as they are (readable, and %s) until pruned",
 				st, describe(m.Encryption), describe(want), describe(m.Encryption))
+			setup.Migrating = true
 		}
 		changed := m.Encryption != want || v == ""
 		m.Encryption = want
@@ -110,10 +136,7 @@ func ForSnapshot(ctx context.Context, st store.Store, k Keys) (*Setup, error) {
 }
 
 func mixError(st store.Store, have, want string) error {
-	if want == "" {
-		return fmt.Errorf("%s holds age-encrypted snapshots and this snapshot has no age recipients: %w. Pass the recipients (--age-recipients-file / HOMESNAP_AGE_RECIPIENTS_FILE, or --age-identity-file), or, to store plain snapshots from now on, --age-migrate once", st, ErrMixed)
-	}
-	return fmt.Errorf("%s holds plain snapshots and this snapshot would encrypt them with age: %w. To encrypt from now on, pass --age-migrate once (the next snapshot is a full, encrypted one; the older plain ones stay in clear until pruned), or point --store at a new prefix", st, ErrMixed)
+	return &MixedError{Store: st.String(), Encrypting: want != ""}
 }
 
 func describe(encryption string) string {

@@ -14,9 +14,10 @@ import (
 	"filippo.io/age"
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"
@@ -32,14 +33,14 @@ func keysFor(ids ...*age.X25519Identity) Keys {
 }
 
 // snapshotWith runs the checks and one snapshot, as the snapshot command does.
-func snapshotWith(t *testing.T, home string, st store.Store, k Keys) (*engine.SnapshotResult, error) {
+func snapshotWith(t *testing.T, home string, st store.Store, k Keys) (*snapshot.Result, error) {
 	t.Helper()
 	setup, err := ForSnapshot(context.Background(), st, k)
 	if err != nil {
 		return nil, err
 	}
 	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
-	return engine.Snapshot(context.Background(), engine.SnapshotOptions{
+	return snapshot.Snapshot(context.Background(), snapshot.Options{
 		Home: home, Store: setup.Store, Selector: sel, Log: zerolog.Nop(), Recipients: setup.Recipients,
 		AllowShrink: true}) // the tests drop big files on purpose
 }
@@ -50,7 +51,7 @@ func restoreWith(t *testing.T, home string, st store.Store, k Keys, id string) e
 	if err != nil {
 		return err
 	}
-	_, err = engine.Restore(context.Background(), engine.RestoreOptions{Home: home, Store: setup.Store, Snapshot: id, Log: zerolog.Nop()})
+	_, err = restore.Restore(context.Background(), restore.Options{Home: home, Store: setup.Store, Snapshot: id, Log: zerolog.Nop()})
 	return err
 }
 
@@ -162,7 +163,7 @@ func TestMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := snapshotWith(t, home, st, keysFor(a)); !errors.Is(err, ErrMixed) || !strings.Contains(err.Error(), "--age-migrate") {
+	if _, err := snapshotWith(t, home, st, keysFor(a)); !errors.Is(err, ErrMixed) || !strings.Contains(err.Error(), "would encrypt them") {
 		t.Fatalf("encrypted onto plain: %v", err)
 	}
 	k := keysFor(a)

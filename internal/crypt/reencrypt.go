@@ -19,6 +19,12 @@ import (
 	"github.com/homesnap/homesnap/internal/store"
 )
 
+// ErrReencryptKeys refuses a re-encryption not given the keys it needs.
+var ErrReencryptKeys = errors.New("re-encryption needs keys")
+
+// ErrNotEncrypted refuses to re-encrypt a plain store.
+var ErrNotEncrypted = errors.New("is not an age-encrypted store")
+
 // ReencryptResult counts what Reencrypt did.
 type ReencryptResult struct {
 	Objects int   // age objects rewritten for the new recipients
@@ -43,14 +49,14 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 		}
 	}
 	if len(fps) == 0 || len(fresh) == 0 {
-		return nil, fmt.Errorf("re-encryption needs the new recipients (--age-recipients-file) and, in --age-identity-file, the old identities plus one of the new recipients' (to check every rewritten object); new recipients: %s", list(fps))
+		return nil, fmt.Errorf("%w: the new recipients, and the old identities plus one of the new recipients' (to check every rewritten object); new recipients: %s", ErrReencryptKeys, list(fps))
 	}
 	m, _, err := repo.LoadMarker(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	if m == nil || m.Encryption != repo.EncryptionAge {
-		return nil, fmt.Errorf("%s is not an age-encrypted store: nothing to re-encrypt (to encrypt a plain store, take a snapshot with --age-migrate)", st)
+		return nil, fmt.Errorf("%s %w: nothing to re-encrypt", st, ErrNotEncrypted)
 	}
 	head, _, err := repo.LoadHead(ctx, st)
 	if err != nil {
@@ -58,7 +64,7 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	}
 	var keys []string
 	res := &ReencryptResult{}
-	for _, prefix := range []string{"snapshots/", "archives/"} {
+	for _, prefix := range repo.SnapshotPrefixes() {
 		err := st.List(ctx, prefix, func(o store.Object) error {
 			switch {
 			case strings.HasSuffix(o.Key, repo.EncryptedSuffix):
@@ -116,7 +122,7 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 // through to (tagged with the new keys).
 func retag(ctx context.Context, from, to store.Store) error {
 	var keys []string
-	if err := from.List(ctx, "snapshots/", func(o store.Object) error {
+	if err := from.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
 		if repo.IsRecordKey(o.Key) {
 			keys = append(keys, o.Key)
 		}

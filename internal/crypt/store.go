@@ -56,7 +56,7 @@ func (e *NoIdentityError) Error() string {
 	if len(e.Have) > 0 {
 		have = "the identities given are for " + list(e.Have)
 	}
-	return fmt.Sprintf("%s is encrypted with age and %s: it needs the identity of one of the recipients %s (fingerprints); pass it with --age-identity-file or HOMESNAP_AGE_IDENTITY_FILE",
+	return fmt.Sprintf("%s is encrypted with age and %s: it needs the identity of one of the recipients %s (fingerprints)",
 		e.Object, have, list(e.Need))
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store/file"
@@ -106,12 +106,12 @@ func behindStore(t *testing.T, corpus, home string) string {
 		}
 	}
 	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
-	print, _, err := engine.TakeFingerprint(ctx, home, sel)
+	print, _, err := homemark.TakeFingerprint(ctx, home, sel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark := &engine.HomeMark{Store: st.String(), Snapshot: parent, Time: at, Selection: sel.Spec(), Print: print}
-	if err := engine.WriteHomeMark(home, mark); err != nil {
+	mark := &homemark.Mark{Store: st.String(), Snapshot: parent, Time: at, Selection: sel.Spec(), Print: print}
+	if err := homemark.Write(home, mark); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -17,8 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/homesnap/homesnap/internal/archive"
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/lease"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/version"
 )
@@ -101,7 +102,7 @@ func buildInfo() prometheus.Collector {
 }
 
 // Observe records one snapshot attempt.
-func (m *Metrics) Observe(start, end time.Time, res *engine.SnapshotResult, err error) {
+func (m *Metrics) Observe(start, end time.Time, res *snapshot.Result, err error) {
 	m.lastAttempt.Set(float64(end.Unix()))
 	m.duration.Observe(end.Sub(start).Seconds())
 	switch {
@@ -143,7 +144,7 @@ func (m *Metrics) LeaseHeld(held bool) {
 // Kind names the class of a failure for alerts.
 func Kind(err error) string {
 	switch {
-	case errors.Is(err, engine.ErrShrunk):
+	case errors.Is(err, snapshot.ErrShrunk):
 		return "shrink_refused"
 	case errors.Is(err, lease.ErrLost):
 		return "lease_lost"
@@ -180,7 +181,7 @@ func (s *metered) op(name string, err error) error {
 func (s *metered) Put(ctx context.Context, key string, r io.Reader) error {
 	c := &counting{r: r, c: s.m.storeBytes.WithLabelValues("out")}
 	err := s.Store.Put(ctx, key, c)
-	if err == nil && strings.HasPrefix(key, "archives/") {
+	if err == nil && strings.HasPrefix(key, repo.ArchivePrefix) {
 		s.m.bytesStored.Add(float64(c.n))
 	}
 	return s.op("put", err)

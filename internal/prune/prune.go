@@ -286,7 +286,7 @@ func Run(ctx context.Context, o Options) (*Plan, error) {
 		return nil, err
 	}
 	in := Inputs{History: h, Policy: o.Policy, Now: o.Now(), Delay: o.Delay, Notes: notes, Grace: o.RepackGrace}
-	for _, prefix := range []string{"snapshots/", "archives/"} {
+	for _, prefix := range repo.SnapshotPrefixes() {
 		if err := o.Store.List(ctx, prefix, func(obj store.Object) error {
 			in.Objects = append(in.Objects, obj)
 			return nil

@@ -12,10 +12,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/retention"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
 	"github.com/homesnap/homesnap/internal/testhome"
@@ -151,7 +152,7 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 		if i > 0 {
 			testhome.Change(t, home)
 		}
-		res, err := engine.Snapshot(ctx, engine.SnapshotOptions{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()})
+		res, err := snapshot.Snapshot(ctx, snapshot.Options{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +188,7 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 	}
 	for _, id := range want {
 		target := t.TempDir()
-		if _, err := engine.Restore(ctx, engine.RestoreOptions{Home: target, Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
+		if _, err := restore.Restore(ctx, restore.Options{Home: target, Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
 			t.Fatalf("restore %s after prune: %v", id, err)
 		}
 		got, _ := testhome.Read(target, sel.Selected)
@@ -219,7 +220,7 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 	}
 	// And the next snapshot still chains onto the kept history.
 	testhome.Change(t, home)
-	if _, err := engine.Snapshot(ctx, engine.SnapshotOptions{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()}); err != nil {
+	if _, err := snapshot.Snapshot(ctx, snapshot.Options{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -285,7 +286,7 @@ func TestPruneOfAChainKeepsWhatKeptSnapshotsNeed(t *testing.T) {
 		}
 		fmt.Fprintf(f, "line %d\n", i)
 		f.Close()
-		res, err := engine.Snapshot(ctx, engine.SnapshotOptions{Home: home, Store: st, Selector: sel, Log: zerolog.Nop(), MaxManifestChain: 4})
+		res, err := snapshot.Snapshot(ctx, snapshot.Options{Home: home, Store: st, Selector: sel, Log: zerolog.Nop(), MaxManifestChain: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +311,7 @@ func TestPruneOfAChainKeepsWhatKeptSnapshotsNeed(t *testing.T) {
 	restores := func(id string) {
 		t.Helper()
 		target := t.TempDir()
-		if _, err := engine.Restore(ctx, engine.RestoreOptions{Home: target, Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
+		if _, err := restore.Restore(ctx, restore.Options{Home: target, Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
 			t.Fatalf("restore %s after prune: %v", id, err)
 		}
 		got, _ := testhome.Read(target, sel.Selected)

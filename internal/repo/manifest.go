@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/store"
 )
+
+// ErrMissingManifest marks a snapshot whose manifest, or a layer its
+// delta manifest needs, is not in the store: another snapshot may be whole.
+var ErrMissingManifest = errors.New("is missing")
 
 // OpenManifest opens snapshot id's manifest as a stream of its resolved
 // entries. A delta manifest's header names the chain of manifests it
@@ -57,6 +62,39 @@ func OpenManifest(ctx context.Context, s store.Store, id string) (*archive.Chain
 	return archive.NewChainReader(layers, names)
 }
 
+// ManifestEntries yields the resolved entries of snapshot id's manifest
+// chain (see OpenManifest) in path order; an error, which names the object
+// at fault, is yielded once and ends it. The manifest is closed when the
+// loop ends.
+func ManifestEntries(ctx context.Context, s store.Store, id string) iter.Seq2[*archive.Entry, error] {
+	return func(yield func(*archive.Entry, error) bool) {
+		m, err := OpenManifest(ctx, s, id)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer m.Close()
+		for e, err := range Entries(m.Next) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+// Entries turns a manifest reader's Next into an iterator: io.EOF ends it,
+// any other error is yielded once and ends it.
+func Entries(next func() (*archive.Entry, error)) iter.Seq2[*archive.Entry, error] {
+	return func(yield func(*archive.Entry, error) bool) {
+		for {
+			e, err := next()
+			if errors.Is(err, io.EOF) || !yield(e, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 // openLayer opens the manifest of snapshot id, a layer that snapshot of
 // needs.
 func openLayer(ctx context.Context, s store.Store, id, of string) (*archive.ManifestReader, error) {
@@ -64,10 +102,10 @@ func openLayer(ctx context.Context, s store.Store, id, of string) (*archive.Mani
 	rc, err := s.Get(ctx, key, 0, -1)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) && id == of {
-			return nil, fmt.Errorf("%w store: the manifest of snapshot %s is missing (%s); pick another snapshot from `restore --list`", archive.ErrCorrupt, id, Name(s, key))
+			return nil, fmt.Errorf("%w store: the manifest of snapshot %s %w (%s)", archive.ErrCorrupt, id, ErrMissingManifest, Name(s, key))
 		}
 		if errors.Is(err, store.ErrNotExist) {
-			return nil, fmt.Errorf("%w store: %s is missing: snapshot %s's manifest is a delta that needs it; pick a snapshot from `restore --list` whose manifests are all present", archive.ErrCorrupt, Name(s, key), of)
+			return nil, fmt.Errorf("%w store: %s %w: snapshot %s's manifest is a delta that needs it", archive.ErrCorrupt, Name(s, key), ErrMissingManifest, of)
 		}
 		return nil, err
 	}

@@ -172,11 +172,11 @@ func LoadHistory(ctx context.Context, s store.Store) (*History, error) {
 		return nil, err
 	}
 	var ids []string
-	err = s.List(ctx, "snapshots/", func(o store.Object) error {
+	err = s.List(ctx, SnapshotPrefix, func(o store.Object) error {
 		// An encrypted store's manifests end in EncryptedSuffix when listed
-		// directly: records stay plain, so listing needs no key.
-		key := strings.TrimSuffix(o.Key, EncryptedSuffix)
-		if id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".json.zst"); ok && CheckID(id) == nil {
+		// directly (ParseKey takes both): records stay plain, so listing
+		// needs no key.
+		if id := manifestID(o.Key); id != "" {
 			ids = append(ids, id)
 		}
 		return nil
@@ -295,4 +295,39 @@ func WalkHistory(ctx context.Context, s store.Store, from string, fn func(*Recor
 		id = r.Parent
 	}
 	return nil
+}
+
+// NoneAtError says no snapshot of the head's history is as old as At.
+type NoneAtError struct {
+	At     time.Time
+	Store  string
+	Oldest time.Time // the oldest snapshot of the head's history
+}
+
+func (e *NoneAtError) Error() string {
+	return fmt.Sprintf("%v at or before %s in %s: the oldest in the head's history is from %s", ErrNoSnapshot, e.At.Format(time.RFC3339), e.Store, e.Oldest.Format(time.RFC3339))
+}
+
+func (e *NoneAtError) Unwrap() error { return ErrNoSnapshot }
+
+// SnapshotAt finds the newest snapshot of head's history taken at or
+// before at.
+func SnapshotAt(ctx context.Context, st store.Store, head string, at time.Time) (string, error) {
+	found := ""
+	var oldest time.Time
+	err := WalkHistory(ctx, st, head, func(r *Record) bool {
+		oldest = r.Time
+		if !r.Time.After(at) {
+			found = r.ID
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return "", err
+	}
+	if found == "" {
+		return "", &NoneAtError{At: at, Store: st.String(), Oldest: oldest}
+	}
+	return found, nil
 }

@@ -1,7 +1,7 @@
 // Package repo owns the layout of a homesnap store: the keys of its objects,
 // snapshot IDs, the marker that identifies a store, and the head pointer
 // moved by compare-and-swap. Everything that reads or writes the store's
-// structure goes through it; the engine fills it with snapshots.
+// structure goes through it; internal/snapshot fills it with snapshots.
 package repo
 
 import (
@@ -50,58 +50,6 @@ const (
 // layers, so the marker moves to 3 when a store is first authenticated.
 const FormatVersion = 3
 
-func ManifestKey(id string) string { return "snapshots/" + id + ".json.zst" }
-func RecordKey(id string) string   { return "snapshots/" + id + ".json" }
-func ArchiveKey(id string) string  { return "archives/" + id + ".tar.zst" }
-
-// IsRecordKey tells a record's key.
-func IsRecordKey(key string) bool {
-	id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".json")
-	return ok && strings.HasPrefix(key, "snapshots/") && CheckID(id) == nil
-}
-
-// IsManifestKey tells a manifest's key, plain or as stored encrypted.
-func IsManifestKey(key string) bool {
-	return manifestID(key) != ""
-}
-
-func manifestID(key string) string {
-	name, ok := strings.CutPrefix(strings.TrimSuffix(key, EncryptedSuffix), "snapshots/")
-	id, ok2 := strings.CutSuffix(name, ".json.zst")
-	if !ok || !ok2 || CheckID(id) != nil {
-		return ""
-	}
-	return id
-}
-
-// ManifestMACKey is where the tags of a manifest (a key IsManifestKey
-// accepts) live in an authenticated store.
-func ManifestMACKey(manifest string) string { return "snapshots/" + manifestID(manifest) + ".mac.json" }
-
-// IsLayerObject tells the objects a manifest layer is made of: the
-// manifest and its tags, which prune keeps or drops together.
-func IsLayerObject(key string) bool {
-	if IsManifestKey(key) {
-		return true
-	}
-	id, ok := strings.CutSuffix(strings.TrimPrefix(key, "snapshots/"), ".mac.json")
-	return ok && CheckID(id) == nil
-}
-
-// Keys lists every object a snapshot itself may have written, for cleaning
-// up after a snapshot that was not committed.
-func Keys(id string) []string { return []string{RecordKey(id), ManifestKey(id), ArchiveKey(id)} }
-
-// CarriesContent tells whether key holds home content (paths, sizes,
-// hashes, file bytes) and is therefore encrypted in an encrypted store:
-// manifests and archives. The marker, the head and the records hold only
-// IDs, times, totals and recipient fingerprints, so that listing and
-// pruning work without a key, across key rotations. A new kind of object
-// must be added here if it says anything about the home.
-func CarriesContent(key string) bool {
-	return strings.HasPrefix(key, "archives/") || strings.HasPrefix(key, "snapshots/") && strings.HasSuffix(key, ".json.zst")
-}
-
 // Snapshot IDs sort by creation time and never change: a redeploy does not
 // renumber them.
 var idPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{6}$`)
@@ -115,7 +63,7 @@ func NewID(now time.Time) string {
 // CheckID refuses a malformed snapshot ID before it becomes part of a key.
 func CheckID(id string) error {
 	if !idPattern.MatchString(id) {
-		return fmt.Errorf("snapshot ID %q is malformed (expected e.g. 20261202T111400.000Z-a1b2c3; see `restore --list`)", id)
+		return fmt.Errorf("snapshot ID %q %w (expected e.g. 20261202T111400.000Z-a1b2c3)", id, ErrBadID)
 	}
 	return nil
 }
@@ -160,6 +108,12 @@ type Head struct {
 // ErrNoSnapshot means the store holds no snapshot yet.
 var ErrNoSnapshot = errors.New("no snapshot")
 
+// ErrBadID marks a snapshot ID that is not one NewID makes.
+var ErrBadID = errors.New("is malformed")
+
+// ErrBadHead marks a head pointer that cannot be read.
+var ErrBadHead = errors.New("is corrupt")
+
 // ErrWrongStore means the prefix is not a homesnap store this version can
 // use: it holds other objects, or a marker of another format or garbage.
 var ErrWrongStore = errors.New("not a usable homesnap store")
@@ -180,7 +134,7 @@ func LoadHead(ctx context.Context, s store.Store) (*Head, store.Version, error) 
 	}
 	var h Head
 	if err := json.Unmarshal(data, &h); err != nil || CheckID(h.Snapshot) != nil {
-		return nil, "", fmt.Errorf("%s/%s is corrupt (%v): restore with --snapshot ID from `restore --list`, or fix the object", s, HeadKey, err)
+		return nil, "", fmt.Errorf("%s/%s %w (%v): restore a snapshot named by its ID, or fix the object", s, HeadKey, ErrBadHead, err)
 	}
 	return &h, v, nil
 }
@@ -210,7 +164,7 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 		return lerr
 	}
 	if other != "" {
-		return fmt.Errorf("%w: %s is not a homesnap store: it holds other objects (e.g. %q) and no %s; point --store at an empty prefix or an existing homesnap store", ErrWrongStore, s, other, MarkerKey)
+		return fmt.Errorf("%w: %s is not a homesnap store: it holds other objects (e.g. %q) and no %s; use an empty prefix or an existing homesnap store", ErrWrongStore, s, other, MarkerKey)
 	}
 	return nil
 }
@@ -218,10 +172,10 @@ func CheckMarker(ctx context.Context, s store.Store) error {
 func parseMarker(s store.Store, data []byte) (*Marker, error) {
 	var m Marker
 	if err := json.Unmarshal(data, &m); err != nil || m.Homesnap == 0 {
-		return nil, fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; point --store at a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
+		return nil, fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; use a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
 	}
 	if m.Homesnap < 1 || m.Homesnap > FormatVersion {
-		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports versions 1 to %d: upgrade homesnap to the release that wrote the store, or point --store at another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
+		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports versions 1 to %d: upgrade homesnap to the release that wrote the store, or use another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
 	}
 	return &m, nil
 }

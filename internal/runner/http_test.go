@@ -15,8 +15,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/metrics"
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 const token = "s3cret-trigger-token-0123456789"
@@ -155,12 +155,12 @@ func TestTriggerOffWithoutAToken(t *testing.T) {
 func TestOnDemandOneAtATimeAndSpaced(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan string, 16)
-	take := func(_ context.Context, trigger string) (*engine.SnapshotResult, error) {
+	take := func(_ context.Context, trigger string) (*snapshot.Result, error) {
 		started <- trigger
 		if trigger == "on-demand" {
 			<-release
 		}
-		return &engine.SnapshotResult{ID: "x"}, nil
+		return &snapshot.Result{ID: "x"}, nil
 	}
 	p := servePort(t, Listen{Token: []byte(token)}, Options{Take: take, DemandSpacing: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -15,8 +15,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -33,9 +33,9 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 
 // Options configure a Runner. Take and Interval are required.
 type Options struct {
-	// Take takes one snapshot (engine.Snapshot with the sidecar's options);
+	// Take takes one snapshot (snapshot.Snapshot with the sidecar's options);
 	// trigger says why (repo.Trigger*), for its record.
-	Take     func(ctx context.Context, trigger string) (*engine.SnapshotResult, error)
+	Take     func(ctx context.Context, trigger string) (*snapshot.Result, error)
 	Interval time.Duration
 	// DemandSpacing is the least time between two snapshots asked for
 	// with Demand (POST /snapshot); 0 means none.
@@ -71,7 +71,7 @@ type Lease interface {
 // Attempt is one finished snapshot attempt.
 type Attempt struct {
 	Start, End time.Time
-	Result     *engine.SnapshotResult // nil on error
+	Result     *snapshot.Result // nil on error
 	Err        error
 	Trigger    string // repo.Trigger*
 }

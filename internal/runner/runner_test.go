@@ -13,8 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/engine"
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 // fakeClock moves only when the test advances it.
@@ -73,7 +73,7 @@ type takes struct {
 	triggers []string
 }
 
-func (tk *takes) take(ctx context.Context, trigger string) (*engine.SnapshotResult, error) {
+func (tk *takes) take(ctx context.Context, trigger string) (*snapshot.Result, error) {
 	tk.mu.Lock()
 	tk.triggers = append(tk.triggers, trigger)
 	tk.mu.Unlock()
@@ -81,7 +81,7 @@ func (tk *takes) take(ctx context.Context, trigger string) (*engine.SnapshotResu
 	if p := tk.err.Load(); p != nil {
 		return nil, *p
 	}
-	return &engine.SnapshotResult{ID: "x"}, nil
+	return &snapshot.Result{ID: "x"}, nil
 }
 
 func expect(t *testing.T, what string, ch <-chan bool) bool {
@@ -192,9 +192,9 @@ func TestFinalSnapshotWaitsForJenkinsToStop(t *testing.T) {
 	var sawStopped bool
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*snapshot.Result, error) {
 			sawStopped = stopped.Load()
-			return &engine.SnapshotResult{}, nil
+			return &snapshot.Result{}, nil
 		},
 		Final: Final{Timeout: time.Minute, WaitURL: jenkins.URL, Poll: 10 * time.Millisecond},
 	})
@@ -231,9 +231,9 @@ func TestFinalSnapshotWaitsForAQuietHome(t *testing.T) {
 	var at time.Time
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
-		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*snapshot.Result, error) {
 			at = clock.Now()
-			return &engine.SnapshotResult{}, nil
+			return &snapshot.Result{}, nil
 		},
 		Final: Final{Timeout: time.Minute, Quiet: 3 * time.Second, LastWrite: lastWrite},
 	})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
 // TestFirstSnapshotWaitsForJenkins: with a start URL, nothing is taken while
@@ -31,9 +31,9 @@ func TestFirstSnapshotWaitsForJenkins(t *testing.T) {
 	defer cancel()
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*snapshot.Result, error) {
 			taken <- up.Load()
-			return &engine.SnapshotResult{}, nil
+			return &snapshot.Result{}, nil
 		},
 		Start: Start{URL: "http://" + addr + "/login", Poll: 10 * time.Millisecond},
 	})
@@ -74,9 +74,9 @@ func TestNoSnapshotWhenJenkinsNeverStarted(t *testing.T) {
 	var calls atomic.Int32
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*snapshot.Result, error) {
 			calls.Add(1)
-			return &engine.SnapshotResult{}, nil
+			return &snapshot.Result{}, nil
 		},
 		Final: Final{Timeout: time.Second},
 		Start: Start{URL: "http://" + addr + "/login", Poll: 10 * time.Millisecond},
@@ -103,9 +103,9 @@ func TestWaitURLsAreLoggedWithoutCredentials(t *testing.T) {
 	host := strings.TrimPrefix(jenkins.URL, "http://")
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.New(&logged),
-		Take: func(context.Context, string) (*engine.SnapshotResult, error) {
+		Take: func(context.Context, string) (*snapshot.Result, error) {
 			taken <- true
-			return &engine.SnapshotResult{}, nil
+			return &snapshot.Result{}, nil
 		},
 		Start: Start{URL: "http://admin:canary-password@" + host + "/login?token=canary-token", Poll: 10 * time.Millisecond},
 	})

@@ -3,7 +3,7 @@
 // lie in, those only older snapshots still use, those no snapshot uses
 // (stored until no snapshot points into the archive), and an estimate of
 // the bytes the head's files fill (ranges are whole frames shared by many
-// small files; engine.LiveBytes).
+// small files; maint.LiveBytes).
 //
 //	go run ./scripts/bench/storestat STORE
 package main
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/maint"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all"
@@ -35,8 +35,8 @@ func main() {
 
 type archiveUse struct {
 	size       int64
-	head, kept engine.Ranges // used by the head; by any committed snapshot
-	refs       int           // snapshots pointing into it
+	head, kept maint.Ranges // used by the head; by any committed snapshot
+	refs       int          // snapshots pointing into it
 }
 
 func run(ctx context.Context, raw string) error {
@@ -49,12 +49,14 @@ func run(ctx context.Context, raw string) error {
 	use := map[string]*archiveUse{}
 	err = st.List(ctx, "", func(o store.Object) error {
 		switch {
-		case strings.HasPrefix(o.Key, "archives/"):
+		case strings.HasPrefix(o.Key, repo.ArchivePrefix):
 			archives += o.Size
-			use[strings.TrimSuffix(strings.TrimPrefix(o.Key, "archives/"), ".tar.zst")] = &archiveUse{size: o.Size}
-		case strings.HasSuffix(o.Key, ".json.zst"):
+			if h, ok := repo.ParseKey(o.Key); ok {
+				use[h.ID] = &archiveUse{size: o.Size}
+			}
+		case repo.IsManifestKey(o.Key):
 			manifests += o.Size
-		case strings.HasPrefix(o.Key, "snapshots/"):
+		case strings.HasPrefix(o.Key, repo.SnapshotPrefix):
 			records += o.Size
 		default:
 			other += o.Size
@@ -69,7 +71,7 @@ func run(ctx context.Context, raw string) error {
 		return err
 	}
 	for _, r := range h.Snapshots {
-		live, err := engine.LiveRanges(ctx, st, r.ID)
+		live, err := maint.LiveRanges(ctx, st, r.ID)
 		if err != nil {
 			return err
 		}
@@ -87,7 +89,7 @@ func run(ctx context.Context, raw string) error {
 	}
 	est := map[string]int64{}
 	if h.Head != "" {
-		if est, err = engine.LiveBytes(ctx, st, h.Head); err != nil {
+		if est, err = maint.LiveBytes(ctx, st, h.Head); err != nil {
 			return err
 		}
 	}

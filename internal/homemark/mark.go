@@ -1,0 +1,170 @@
+package homemark
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
+	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// Name is the file at the home's root that records which snapshot
+// the home matches. It lives in the reserved namespace, so no walk or
+// snapshot ever sees it.
+const Name = scan.ReservedPrefix + "home.json"
+
+// Mark says the home's selection was equal to snapshot Snapshot of
+// store Store when Fingerprint was taken. A restore reads it to tell a
+// home that is up to date, newer than the store, or behind it, in the time
+// of a stat walk.
+type Mark struct {
+	Store     string        `json:"store"` // for messages; identity comes from the snapshot ID
+	Snapshot  string        `json:"snapshot"`
+	Time      time.Time     `json:"time"` // the snapshot's
+	Selection selector.Spec `json:"selection"`
+	Print     Fingerprint   `json:"fingerprint"`
+	Written   time.Time     `json:"written"`
+}
+
+// Fingerprint summarises a home's selection from one stat walk: how many
+// paths it holds, the newest ctime among them, and sums of their sizes and
+// inode numbers. Any change to a path (content, mode, owner, rename) sets
+// its ctime to the present, beyond every ctime seen before; a removal
+// changes the count. The sums catch what a ctime alone can miss within one
+// kernel clock tick: an append (size) and a file replaced by rename, as
+// Jenkins saves its XML files (inode).
+type Fingerprint struct {
+	Entries  int64  `json:"entries"`
+	MaxCTime int64  `json:"max_ctime"`
+	Bytes    int64  `json:"bytes"`
+	Inodes   uint64 `json:"inode_sum"`
+	// Counted marks a fingerprint a restore counted instead of walking
+	// (see RestoredPrint): it has no inode sum.
+	Counted bool `json:"counted,omitempty"`
+}
+
+// Add folds one walked entry into the fingerprint.
+func (f *Fingerprint) Add(e *archive.Entry) {
+	f.Entries++
+	f.MaxCTime = max(f.MaxCTime, e.CTime)
+	f.Bytes += e.Size
+	f.Inodes += e.Inode
+}
+
+// Changed reports whether the home changed since f was taken.
+func (f Fingerprint) Changed(now Fingerprint) bool {
+	return now.Entries != f.Entries || now.MaxCTime > f.MaxCTime || now.Bytes != f.Bytes || !f.Counted && now.Inodes != f.Inodes
+}
+
+// RestoredPrint is the fingerprint of a home a restore has just made equal
+// to a snapshot (entries paths, bytes file bytes), without walking it again (a third of the system calls of
+// a restore into an empty home): the restore counted the paths and file
+// bytes it left in the selection, and no path of the home has a ctime
+// beyond the filesystem's clock now, read from a probe file. Nothing else
+// writes meanwhile (the restore holds the home's lock), so the sums that
+// guard against changes within one clock tick are not needed. Should the
+// count ever differ from a walk, the next restore sees local changes and
+// skips, and the sidecar's next walk marks the home afresh: safe.
+func RestoredPrint(home string, entries, bytes int64) (Fingerprint, error) {
+	d, err := homefs.Open(home)
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	defer d.Close()
+	var st unix.Stat_t
+	if err := d.Probe(scan.ReservedPrefix+"probe", &st); err != nil {
+		return Fingerprint{}, err
+	}
+	return Fingerprint{Entries: entries, Bytes: bytes, MaxCTime: st.Ctim.Nano(), Counted: true}, nil
+}
+
+// TakeFingerprint stat-walks the selection of home. A missing home has an
+// empty fingerprint. selected counts the paths that are selected
+// themselves (not only leading to selected paths): zero means the home
+// holds none of the selection.
+func TakeFingerprint(ctx context.Context, home string, sel *selector.Selector) (f Fingerprint, selected int64, err error) {
+	if _, err := os.Stat(home); errors.Is(err, fs.ErrNotExist) {
+		return f, 0, nil
+	}
+	err = scan.Walk(ctx, home, sel, nil, func(e *archive.Entry) error {
+		f.Add(e)
+		if !e.Implied {
+			selected++
+		}
+		return nil
+	})
+	return f, selected, err
+}
+
+// maxSize bounds the mark a restore reads: it is a few hundred bytes
+// plus the selection's patterns, and anyone who writes the home can
+// replace it.
+const maxSize = 1 << 20
+
+// ErrDamaged marks a home mark that cannot be read: the home's data is then
+// of unknown origin, which only a forced restore replaces.
+var ErrDamaged = errors.New("is damaged")
+
+// Read returns the home's mark, or nil when it has none.
+func Read(home string) (*Mark, error) {
+	p := filepath.Join(home, Name)
+	d, err := homefs.Open(home)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	data, err := d.ReadFile(Name, maxSize)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err == nil {
+		var m *Mark
+		if m, err = parse(data); err == nil {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("%s %w (%v): remove it", p, ErrDamaged, err)
+}
+
+func parse(data []byte) (*Mark, error) {
+	var m Mark
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if m.Snapshot == "" {
+		return nil, errors.New("no snapshot named")
+	}
+	return &m, nil
+}
+
+// Write replaces the home's mark atomically (temporary file in the
+// home created afresh, fsync, rename).
+func Write(home string, m *Mark) error {
+	m.Written = time.Now().UTC()
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	d, err := homefs.Open(home)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.WriteFile(Name, Name+".tmp", append(data, '\n'), 0o644, nil); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(home, Name), errors.Unwrap(err))
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package homemark
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
+)
+
+// TestFingerprintSeesEveryKindOfChange: one stat walk tells an unchanged
+// home from one where a file was appended to, replaced by rename, removed,
+// added, or had its mode changed, each done right after the fingerprint
+// (within the same kernel clock tick, where a ctime alone could tie).
+func TestFingerprintSeesEveryKindOfChange(t *testing.T) {
+	home := t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	take := func() Fingerprint {
+		t.Helper()
+		f, selected, err := TakeFingerprint(context.Background(), home, sel)
+		if err != nil || selected == 0 {
+			t.Fatalf("fingerprint: %v (%d selected)", err, selected)
+		}
+		return f
+	}
+	p := func(rel string) string { return filepath.Join(home, filepath.FromSlash(rel)) }
+	for _, c := range []struct {
+		name   string
+		change func() error
+	}{
+		{"nothing", func() error { return nil }},
+		{"append", func() error {
+			f, err := os.OpenFile(p("jobs/test/config.xml"), os.O_APPEND|os.O_WRONLY, 0)
+			if err == nil {
+				_, err = f.Write([]byte("<!-- -->"))
+				f.Close()
+			}
+			return err
+		}},
+		{"replace by rename", func() error {
+			if err := os.WriteFile(p("jobs/test/config.xml.tmp"), []byte("<project/>"), 0o644); err != nil {
+				return err
+			}
+			return os.Rename(p("jobs/test/config.xml.tmp"), p("jobs/test/config.xml"))
+		}},
+		{"remove", func() error { return os.Remove(p("jobs/test/config.xml")) }},
+		{"add", func() error { return os.WriteFile(p("jobs/test/new.xml"), nil, 0o644) }},
+		{"chmod", func() error { return os.Chmod(p("secrets"), 0o750) }},
+	} {
+		before := take()
+		if err := c.change(); err != nil {
+			t.Fatal(err)
+		}
+		if got := before.Changed(take()); got != (c.name != "nothing") {
+			t.Errorf("%s: Changed = %v", c.name, got)
+		}
+	}
+	empty, selected, err := TakeFingerprint(context.Background(), filepath.Join(t.TempDir(), "none"), sel)
+	if err != nil || selected != 0 || empty.Entries != 0 {
+		t.Errorf("a missing home: %+v %d %v, want empty", empty, selected, err)
+	}
+}
+
+// TestHomeMarkIsBoundedAndNeverWrittenThroughALink: a mark that is a link
+// to /dev/zero or larger than the bound is damaged, not read forever; a
+// link planted at the mark's temporary name is replaced, not written
+// through.
+func TestHomeMarkIsBoundedAndNeverWrittenThroughALink(t *testing.T) {
+	home, outside := t.TempDir(), filepath.Join(t.TempDir(), "root-only")
+	if err := os.WriteFile(outside, []byte("root only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(home, Name)
+	os.Symlink("/dev/zero", mark)
+	if _, err := Read(home); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a mark linked to /dev/zero: %v", err)
+	}
+	os.Remove(mark)
+	os.WriteFile(mark, []byte(`{"snapshot":"x","store":"`+strings.Repeat("a", maxSize)+`"}`), 0o644)
+	if _, err := Read(home); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
+		t.Fatalf("a mark over the bound: %v", err)
+	}
+	os.Symlink(outside, mark+".tmp")
+	if err := Write(home, &Mark{Snapshot: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(outside); string(got) != "root only" {
+		t.Fatalf("the file behind the planted link became %q", got)
+	}
+	if m, err := Read(home); err != nil || m.Snapshot != "s1" {
+		t.Fatalf("mark read back: %+v, %v", m, err)
+	}
+	if m, err := Read(filepath.Join(home, "none")); m != nil || err != nil {
+		t.Fatalf("no home: %+v, %v", m, err)
+	}
+}
+
+// FuzzHomeMarkParse: whatever a home writer puts in the mark, the reader
+// returns a mark naming a snapshot or an error, and never panics.
+func FuzzHomeMarkParse(f *testing.F) {
+	f.Add([]byte(`{"store":"file:///s","snapshot":"20260101T000000.000Z-abcdef","time":"2026-01-01T00:00:00Z","selection":{"preset":"jenkins"},"fingerprint":{"entries":3,"max_ctime":1,"bytes":2,"inode_sum":4}}`))
+	f.Add([]byte(`{"snapshot":""}`))
+	f.Add([]byte(`{"snapshot":1}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parse(data)
+		if err == nil && (m == nil || m.Snapshot == "") {
+			t.Fatalf("accepted %q as %+v", data, m)
+		}
+	})
+}

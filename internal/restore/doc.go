@@ -1,0 +1,7 @@
+// Package restore makes a home equal to a snapshot: the decision table
+// that says whether to restore at all (Decide, RestoreHome), the plan and
+// staging pass that fetch and check every file into a staging tree on the
+// home's volume, and the journaled commit that moves paths into place,
+// rolls back on failure and is undone after a kill. It reads snapshots
+// only through internal/fetch, and the home only through its descriptors.
+package restore

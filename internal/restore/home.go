@@ -1,0 +1,187 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/homesnap/homesnap/internal/homemark"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// HomeOptions configures a restore that first decides whether to restore
+// at all (the init container's and the operator's entry point).
+type HomeOptions struct {
+	Options
+	// At picks the newest snapshot of the head's history taken at or
+	// before it (zero: the head, or Options.Snapshot).
+	At time.Time
+	// Step, when set, is told what the restore is doing, for the message
+	// of a deadline that expires.
+	Step func(string)
+}
+
+// HomeResult is the decision taken and, when it restored, the restore.
+type HomeResult struct {
+	Decision Decision
+	Snapshot string  // the snapshot decided about ("" for an empty store)
+	Restore  *Result // nil unless a restore ran (also a dry run)
+	Marked   bool    // the home's mark now names Snapshot
+}
+
+// RestoreHome decides from the home, its mark and the store what to do
+// (see Decide), does it, and marks the home with the snapshot it now
+// matches. Partial restores (Include/Exclude) skip the decision: they are
+// an operator's explicit request and leave the mark alone.
+func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
+	step := func(s string) {
+		if o.Step != nil {
+			o.Step(s)
+		}
+	}
+	sel := o.Selector
+	if sel == nil {
+		var err error
+		if sel, err = selector.New(selector.Spec{Preset: "jenkins"}); err != nil {
+			return nil, err
+		}
+		o.Selector = sel
+	}
+	step("reading the head")
+	head, _, err := repo.LoadHead(ctx, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	sit := Situation{StoreEmpty: head == nil, Chosen: o.Snapshot != "" || !o.At.IsZero()}
+	target := o.Snapshot
+	if head != nil && target == "" {
+		target = head.Snapshot
+		if !o.At.IsZero() {
+			step("finding the snapshot at " + o.At.Format(time.RFC3339))
+			if target, err = repo.SnapshotAt(ctx, o.Store, head.Snapshot, o.At); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if target != "" {
+		if err := repo.CheckID(target); err != nil {
+			return nil, err
+		}
+	}
+	res := &HomeResult{Snapshot: target}
+	if !o.DryRun {
+		// A restore killed during its moves left the home half changed:
+		// undo that first, so the decision sees the home as it was.
+		step("recovering an interrupted restore")
+		if err := recoverHome(o.Home, o.Selector, o.Log); err != nil {
+			return nil, err
+		}
+	}
+	partial := len(o.Include) > 0 || len(o.Exclude) > 0
+	if partial {
+		res.Decision = Decision{ActDelta, "a partial restore (include/exclude patterns) changes only what it selects"}
+		if head == nil {
+			res.Decision = Decide(sit, o.Force, o.AllowEmpty)
+			return res, decisionError(o, res)
+		}
+	} else {
+		step("comparing the home with its mark")
+		if err := survey(ctx, o, head, target, &sit); err != nil {
+			return nil, err
+		}
+		res.Decision = Decide(sit, o.Force, o.AllowEmpty)
+		if err := decisionError(o, res); err != nil {
+			return res, err
+		}
+	}
+	switch res.Decision.Action {
+	case ActRestore, ActDelta, ActForced:
+	default:
+		return res, nil
+	}
+	ro := o.Options
+	ro.Snapshot = target
+	ro.Delta = res.Decision.Action != ActRestore
+	ro.recovered = !o.DryRun
+	step("restoring snapshot " + target)
+	if res.Restore, err = Restore(ctx, ro); err != nil {
+		return res, err
+	}
+	if o.DryRun || partial {
+		return res, nil
+	}
+	step("marking the home")
+	if err := markHome(ctx, o, target, res.Restore); err != nil {
+		o.Log.Warn().Err(err).Msg("the home was restored but could not be marked: the next restore will refuse it as unknown data unless forced")
+		return res, nil
+	}
+	res.Marked = true
+	return res, nil
+}
+
+// decisionError turns the refusing actions into errors.
+func decisionError(o HomeOptions, res *HomeResult) error {
+	switch res.Decision.Action {
+	case ActNoSnapshot:
+		return &EmptyStoreError{Store: o.Store.String()}
+	case ActDiverged:
+		return &DivergedError{Home: o.Home, Store: o.Store.String(), Snapshot: res.Snapshot, Reason: res.Decision.Reason}
+	}
+	return nil
+}
+
+// survey fills in what the home and its mark say.
+func survey(ctx context.Context, o HomeOptions, head *repo.Head, target string, sit *Situation) error {
+	mark, err := homemark.Read(o.Home)
+	if err != nil {
+		return err
+	}
+	sel := o.Selector
+	if mark != nil {
+		// The fingerprint is only comparable over the selection it was
+		// taken with.
+		if sel, err = selector.New(mark.Selection); err != nil {
+			return fmt.Errorf("home mark %s: %w", homemark.Name, err)
+		}
+	}
+	now, selected, err := homemark.TakeFingerprint(ctx, o.Home, sel)
+	if err != nil {
+		return err
+	}
+	sit.HomeEmpty = selected == 0
+	if mark == nil || head == nil {
+		return nil
+	}
+	sit.Marked = true
+	sit.LocalChanges = mark.Print.Changed(now)
+	sit.MarkIsTarget = mark.Snapshot == target
+	if sit.MarkIsTarget {
+		return nil
+	}
+	// Is the mark's snapshot in the head's history? Then the store holds
+	// everything the (unchanged) home holds, and moving the home to the
+	// target, forwards or back, loses nothing. Records are read from the
+	// head back to the mark's time, no further, and need no LIST.
+	return repo.WalkHistory(ctx, o.Store, head.Snapshot, func(r *repo.Record) bool {
+		if r.ID == mark.Snapshot {
+			sit.MarkInHistory = true
+			return false
+		}
+		return !r.Time.Before(mark.Time)
+	})
+}
+
+// markHome records that the home now matches snapshot id, as restore res
+// left it.
+func markHome(ctx context.Context, o HomeOptions, id string, res *Result) error {
+	print, err := homemark.RestoredPrint(o.Home, res.Entries, res.Bytes)
+	if err != nil {
+		return err
+	}
+	rec, err := repo.LoadRecord(ctx, o.Store, id)
+	if err != nil {
+		return err
+	}
+	return homemark.Write(o.Home, &homemark.Mark{Store: o.Store.String(), Snapshot: id, Time: rec.Time, Selection: o.Selector.Spec(), Print: print})
+}

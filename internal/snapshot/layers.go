@@ -1,0 +1,115 @@
+package snapshot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/repo"
+)
+
+// DefaultManifestChain bounds the manifests a restore merges: a snapshot
+// whose parent's chain is this long writes a full manifest. 16 layers cost
+// a restore at most 15 small extra GETs, in parallel.
+const DefaultManifestChain = 16
+
+// maxDeltaShare: once the delta manifests of the parent's chain hold more
+// lines than this share of its entries, reading the chain costs noticeably
+// more than a full manifest would, so the next manifest is a full one.
+const maxDeltaShare = 4 // one line in four
+
+// chooseManifest decides whether the snapshot writes a delta manifest, and
+// on which base, or a full one. A delta holds only the entries that differ
+// from its base's and a marker per deleted path, so an incremental costs
+// what changed. Its base is the parent, unless the parent's chain is at
+// the limit (MaxManifestChain): then the upper half of the chain is merged
+// into the new delta, on the snapshot of the layer below it (compaction),
+// so the chain a restore merges stays short. Once the deltas of the
+// parent's chain hold more lines than maxDeltaShare of its entries,
+// reading them costs noticeably more than a full manifest: a full one is
+// written. A consolidation writes a full manifest, and so does a snapshot
+// after a key change (no parent is read).
+func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainReader) error {
+	layers := parent.Layers()
+	limit := cmp.Or(s.o.MaxManifestChain, DefaultManifestChain)
+	if s.src.headTree() || limit < 2 {
+		return nil
+	}
+	rec, err := repo.LoadRecord(ctx, s.o.Store, s.parentID)
+	if err != nil {
+		s.o.Log.Warn().Err(err).Str("parent", s.parentID).Msg("cannot read the parent's record: writing a full manifest")
+		return nil
+	}
+	if rec.Partial && len(layers) > 1 || rec.DeltaLines*maxDeltaShare > rec.Entries {
+		s.o.Log.Debug().Int64("delta_lines", rec.DeltaLines).Int64("entries", rec.Entries).Msg("the parent's delta manifests are large: writing a full manifest")
+		return nil
+	}
+	cut := len(layers) - 1
+	if len(layers) >= limit {
+		cut = limit/2 - 1
+		s.o.Log.Debug().Int("layers", len(layers)).Str("base", layers[cut]).Msg("the parent's manifest chain is at its limit: merging its upper half into this delta")
+	}
+	// Older releases cannot read a delta, nor would their prune keep its
+	// layers: the store says so before the first one is written.
+	if err := repo.UpgradeMarker(ctx, s.o.Store); err != nil {
+		return err
+	}
+	s.base, s.cut, s.deltaLines = layers[cut], cut, rec.DeltaLines
+	s.chain = append(slices.Clone(layers[:cut+1]), s.id)
+	return nil
+}
+
+// parentCursor walks the parent's manifest chain path by path: top is the
+// parent's entry (nil for a path only the delta's base has), below the
+// entry of the delta's base (nil where it has none; the parent's own when
+// the delta is on the parent).
+type parentCursor struct {
+	s          *snapshotter
+	m          *archive.ChainReader
+	ok         bool // top or below is set, at path
+	path       string
+	top, below *archive.Entry
+}
+
+func (c *parentCursor) next() error {
+	c.ok, c.top, c.below = false, nil, nil
+	if c.m == nil {
+		return nil
+	}
+	cut := c.s.cut
+	if c.s.base == "" {
+		cut = -1 // a full manifest compares with nothing: the parent's entries only
+	}
+	top, below, err := c.m.NextPair(cut)
+	if errors.Is(err, io.EOF) {
+		c.m = nil
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("parent snapshot %s: %w", c.s.parentID, err)
+	}
+	c.ok, c.top, c.below = true, top, below
+	if top != nil {
+		c.path = top.Path
+		c.s.parentCensus.add(top)
+	} else {
+		c.path = below.Path
+	}
+	return nil
+}
+
+// gone handles a path the walk no longer finds: a deletion since the
+// parent when the parent has it, and a marker in a delta whose base has it.
+func (s *snapshotter) gone(jobs *cutter, old *parentCursor, cnt *counts) error {
+	if old.top != nil {
+		cnt.deleted++
+	}
+	if s.base == "" || old.below == nil {
+		return nil
+	}
+	return jobs.add(item{base: old.below})
+}

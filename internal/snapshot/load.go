@@ -1,0 +1,81 @@
+package snapshot
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/homesnap/homesnap/internal/archive"
+)
+
+// With a cold cache every small file is a wait on the disk, and a worker
+// that reads its own files leaves its CPU idle at each wait. So a few
+// loaders read the small files of the next jobs into memory while the
+// workers hash, tar and compress the jobs before them: the disk has several
+// reads in flight and the CPUs have work. Larger files are streamed by the
+// workers, where the kernel's readahead keeps the disk busy.
+const (
+	loaders = 4
+	// readChunk is the most a worker reads and writes at once, and so the
+	// largest file a loader reads ahead (a frame may run over its size by
+	// one chunk).
+	readChunk = 256 << 10
+)
+
+// loadBuffers hold the bytes loaded for one job: at most a frame of new
+// bytes and the last file that crossed it.
+var loadBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, archive.FrameSize+readChunk)
+	return &b
+}}
+
+// load reads the job's small new files into j.data. An error is kept in
+// j.err for the job's worker to report in order.
+func (s *snapshotter) load(ctx context.Context, j *job) {
+	for i := range j.items {
+		it := &j.items[i]
+		if !it.write || it.fromStore || it.e.Type != archive.TypeFile || it.e.Size > readChunk {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			j.err = err
+			return
+		}
+		if j.data == nil {
+			j.data = *loadBuffers.Get().(*[]byte)
+		}
+		if j.err = s.loadFile(j, it); j.err != nil {
+			return
+		}
+	}
+}
+
+func (s *snapshotter) loadFile(j *job, it *item) error {
+	f, err := s.openItem(it)
+	if f == nil {
+		return err
+	}
+	defer f.Close()
+	size := int(it.e.Size) // as of the open: it may have grown since the walk
+	if size > readChunk {
+		return nil // the worker streams it
+	}
+	it.at = len(j.data)
+	// Not zeroed: readContent fills every byte (zeros where the file
+	// shrank), and clearing a million small buffers costs a CPU second.
+	j.data = slices.Grow(j.data, size)[:it.at+size]
+	if err := s.readContent(f, it.e, j.data[it.at:], func([]byte) error { return nil }); err != nil {
+		return err
+	}
+	it.loaded = true
+	return nil
+}
+
+// releaseLoad returns a processed job's buffer for reuse.
+func releaseLoad(j *job) {
+	if j.data != nil {
+		b := j.data[:0]
+		loadBuffers.Put(&b)
+		j.data = nil
+	}
+}

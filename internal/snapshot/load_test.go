@@ -1,0 +1,71 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/snaptest"
+)
+
+// Loaders read jobs ahead in parallel, so the first job may finish loading
+// last. Its worker must still be the one the sequencer gets first: workers
+// once took later jobs as they loaded, filled their frame queues with big
+// files while the sequencer waited for the first job, and the snapshot
+// hung. The archive must also hold every file where its entry says.
+func TestSlowFirstJobNeitherStallsNorReordersTheArchive(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	write := func(rel string, size int, seed int) {
+		p := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Appendf(nil, "file %d line of a build log\n", seed)
+		if err := os.WriteFile(p, bytes.Repeat(line, size/len(line)+1)[:size], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Under jobs/bulk, in archive order: a small file that is slow to
+	// open, big files that are jobs of their own (streamed by the workers,
+	// several frames each), then small files loaded ahead.
+	first := "jobs/bulk/a-first.log"
+	write(first, 10<<10, 0)
+	for i := range 3 {
+		write(fmt.Sprintf("jobs/bulk/b-big/%d.bin", i), 5<<20, 100+i)
+	}
+	for i := range 60 {
+		write(fmt.Sprintf("jobs/bulk/builds/%03d/log", i), 100<<10, 200+i)
+	}
+	*snapshot.AfterOpen = func(p string) {
+		if p == filepath.Join(home, first) {
+			time.Sleep(300 * time.Millisecond) // the later jobs load meanwhile
+		}
+	}
+	defer func() { *snapshot.AfterOpen = nil }()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Jobs: 2})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+	case <-time.After(2 * time.Minute): // a watchdog, not a speed check
+		t.Fatal("the snapshot stalled behind its slow first job")
+	}
+	target := t.TempDir()
+	if err := restoreInto(target, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	snaptest.AssertSame(t, snaptest.Selected(t, home), snaptest.All(t, target))
+}

@@ -1,0 +1,79 @@
+package snapshot
+
+import (
+	"context"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/scan"
+)
+
+// A source is what a snapshot records, merged path by path with the
+// parent's manifest (old) into the snapshot's jobs: the home's walk
+// (Snapshot), or the head's own tree with the files of some archives
+// copied into the new one (Rewrite).
+type source interface {
+	produce(ctx context.Context, s *snapshotter, old *parentCursor, jobs *cutter, cnt *counts) error
+	// retires reports whether the snapshot copies the bytes of archive a
+	// into its own, so that nothing it keeps may point into a.
+	retires(a string) bool
+	// headTree: the source is the head's own tree. Nothing new enters the
+	// store, so the head is read even when unauthenticated, no
+	// BeforeCommit guard runs, and the manifest is a full one.
+	headTree() bool
+}
+
+// walk is the home's walk: what changed since the parent is written.
+type walk struct{}
+
+func (walk) retires(string) bool { return false }
+func (walk) headTree() bool      { return false }
+
+func (walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jobs *cutter, cnt *counts) error {
+	skipped := func(rel, why string) { s.o.Log.Debug().Str("path", rel).Msg("skipped: " + why) }
+	err := scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, func(e *archive.Entry) error {
+		for old.ok && archive.ComparePaths(old.path, e.Path) < 0 {
+			if err := s.gone(jobs, old, cnt); err != nil {
+				return err
+			}
+			if err := old.next(); err != nil {
+				return err
+			}
+		}
+		var prev, base *archive.Entry
+		if old.ok && old.path == e.Path {
+			prev, base = old.top, old.below
+			if err := old.next(); err != nil {
+				return err
+			}
+		}
+		cnt.seen++
+		s.print.Add(e)
+		s.census.add(e)
+		it := item{e: e, prev: prev}
+		if s.base != "" {
+			it.base = base
+		}
+		switch {
+		case prev != nil && e.SameMeta(prev):
+			if e.Type == archive.TypeFile {
+				e.Hash, e.Archive, e.Offset, e.Length = prev.Hash, prev.Archive, prev.Offset, prev.Length
+			}
+		default:
+			cnt.changed++
+			it.write = !e.Implied
+		}
+		return jobs.add(it)
+	})
+	if err != nil {
+		return err
+	}
+	for old.ok {
+		if err := s.gone(jobs, old, cnt); err != nil {
+			return err
+		}
+		if err := old.next(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
