@@ -2,6 +2,7 @@ package examples
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -134,6 +135,40 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 		for _, n := range used {
 			if !exported[n] {
 				t.Errorf("%s uses %s, which the sidecar does not export", f, n)
+			}
+		}
+	}
+}
+
+// TestGrafanaDashboard checks that the dashboard is JSON Grafana can import
+// and that every panel queries something.
+func TestGrafanaDashboard(t *testing.T) {
+	data, err := os.ReadFile("monitoring/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("monitoring/grafana-dashboard.json: %v", err)
+	}
+	if d.UID == "" || len(d.Panels) == 0 {
+		t.Fatal("monitoring/grafana-dashboard.json: no uid or no panels")
+	}
+	for _, p := range d.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			if strings.TrimSpace(q.Expr) == "" {
+				t.Errorf("panel %q has an empty query", p.Title)
 			}
 		}
 	}
