@@ -27,9 +27,11 @@ go test -race -count=1 -timeout 30m "$@" ./...
 # archive, checksum and SBOM into dist/ (nothing is published).
 goreleaser check
 release_config=.goreleaser.yaml
-if ! darwin=$(GOOS=darwin GOARCH=arm64 go build -o /dev/null ./cmd/restore 2>&1) && grep -q internal/scan <<<"$darwin"; then
-  # Until restore builds for macOS (internal/scan's openat2; issue 22),
-  # the snapshot release leaves darwin out. Any other darwin error fails.
+if ! darwin=$(GOOS=darwin GOARCH=arm64 go build -o /dev/null ./cmd/restore 2>&1) &&
+  ! grep -vE '^#|undefined: unix\.|too many errors' <<<"$darwin" | grep -q .; then
+  # Until restore builds for macOS (issue 22: the home is opened with
+  # Linux-only calls such as openat2), the snapshot release leaves darwin
+  # out. Any other darwin error fails.
   echo "test.sh: restore does not build for darwin yet; the snapshot release is linux only" >&2
   release_config=$(mktemp --suffix .yaml)
   sed 's/goos: \[linux, darwin\]/goos: [linux]/' .goreleaser.yaml >"$release_config"
