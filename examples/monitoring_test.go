@@ -140,6 +140,61 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 	}
 }
 
+// TestPodMonitorFindsTheSidecar checks the wiring a typo would break: the
+// PodMonitor scrapes the port every example names for the sidecar, and
+// the sidecar-down alert selects the job the PodMonitor's name makes.
+func TestPodMonitorFindsTheSidecar(t *testing.T) {
+	var pm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			Selector            map[string]any `json:"selector"`
+			PodMetricsEndpoints []struct {
+				Port     string `json:"port"`
+				Path     string `json:"path"`
+				Interval string `json:"interval"`
+			} `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	data, err := os.ReadFile("monitoring/podmonitor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, &pm); err != nil {
+		t.Fatalf("monitoring/podmonitor.yaml: %v", err)
+	}
+	if pm.APIVersion != "monitoring.coreos.com/v1" || pm.Kind != "PodMonitor" || len(pm.Spec.PodMetricsEndpoints) != 1 {
+		t.Fatalf("monitoring/podmonitor.yaml: want one monitoring.coreos.com/v1 PodMonitor endpoint, got %s %s %d", pm.APIVersion, pm.Kind, len(pm.Spec.PodMetricsEndpoints))
+	}
+	ep := pm.Spec.PodMetricsEndpoints[0]
+	if ep.Path != "/metrics" {
+		t.Errorf("the PodMonitor scrapes %q, the sidecar serves /metrics", ep.Path)
+	}
+	port := regexp.MustCompile(`-\s+name:\s+` + regexp.QuoteMeta(ep.Port) + `\s+containerPort:\s+9090\b`)
+	files, _ := filepath.Glob("kubernetes/jenkins-*.yaml")
+	files = append(files, "helm/values.yaml", "operator/jenkins.yaml")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !port.Match(data) {
+			t.Errorf("%s has no sidecar port named %q on 9090 (the listener): the PodMonitor would not find it", f, ep.Port)
+		}
+	}
+	rules, err := os.ReadFile("monitoring/prometheusrule.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rules), `up{job=~".+/`+pm.Metadata.Name+`"}`) {
+		t.Errorf("HomesnapSidecarDown does not select job <namespace>/%s, the PodMonitor's", pm.Metadata.Name)
+	}
+}
+
 // TestGrafanaDashboard checks that the dashboard is JSON Grafana can import
 // and that every panel queries something.
 func TestGrafanaDashboard(t *testing.T) {
