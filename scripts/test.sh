@@ -17,9 +17,6 @@ bash scripts/start-servers.sh >"$env_file"
 source "$env_file"
 export HOMESNAP_TEST_SERVERS=1
 
-go vet ./...
-staticcheck ./... # the import layers are a test: internal/layers_test.go
-go test -race -count=1 -timeout 30m "$@" ./...
 # The operator example against the operator's own API (k8s.io/api v0.30):
 # a module of its own, so that this module's newer k8s.io/api stays out.
 (cd examples/operatorcheck && go vet ./... && staticcheck ./... && go test -count=1 ./...)
@@ -37,3 +34,8 @@ if ! darwin=$(GOOS=darwin GOARCH=arm64 go build -o /dev/null ./cmd/restore 2>&1)
   sed 's/goos: \[linux, darwin\]/goos: [linux]/' .goreleaser.yaml >"$release_config"
 fi
 goreleaser release --snapshot --clean --config "$release_config"
+
+# Last, so that go test closes the output.
+go vet ./...
+staticcheck ./... # the import layers are a test: internal/layers_test.go
+go test -race -count=1 -timeout 30m "$@" ./...
