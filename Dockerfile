@@ -1,4 +1,4 @@
-# homesnap: one small image with both programs.
+# homesnap: one small image with its three programs.
 #   restore   the init container and the disaster-recovery command
 #   snapshot  the sidecar
 #   prune     applies a retention policy (the sidecar can do it too)

@@ -199,9 +199,9 @@ func TestOperatorExample(t *testing.T) {
 			t.Errorf("jenkins-master does not unset %s (from Secret homesnap-store) before starting Jenkins", k)
 		}
 	}
-	deadline, err := time.ParseDuration(env(&jenkins, "HOMESNAP_DEADLINE"))
+	deadline, err := time.ParseDuration(env(&jenkins, "HOMESNAP_TIMEOUT"))
 	if err != nil {
-		t.Fatalf("jenkins-master: HOMESNAP_DEADLINE: %v", err)
+		t.Fatalf("jenkins-master: HOMESNAP_TIMEOUT: %v", err)
 	}
 	if p := jenkins.LivenessProbe; p == nil || time.Duration(p.InitialDelaySeconds)*time.Second <= deadline {
 		t.Errorf("jenkins-master's liveness probe could kill it while the restore (deadline %v) still runs", deadline)

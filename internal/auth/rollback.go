@@ -42,7 +42,7 @@ func (e *RollbackError) Unwrap() error { return ErrRollback }
 // is older. A record with Seq head.Seq+1 and this head as parent is a
 // snapshot taken on it that may never have been committed (a crash before
 // the head moved), so a rollback by exactly one snapshot is not proved
-// (the limit README states). It costs one LIST of snapshots/ and reads
+// (the limit docs/encryption.md states). It costs one LIST of snapshots/ and reads
 // only the records whose IDs sort after the head's (IDs sort by time; a
 // writer whose clock ran backwards is missed).
 func CheckRollback(ctx context.Context, st store.Store, head *repo.Head) error {

@@ -83,7 +83,11 @@ func configure(name, about string, cfg any, c *Common, args []string, stderr io.
 			return zerolog.Logger{}, usageError{fmt.Errorf("home %q: %w", c.Home, err)}
 		}
 	}
-	return newLogger(c, stderr)
+	log, err := newLogger(c, stderr)
+	for _, d := range c.deprecated {
+		log.Warn().Msg(d)
+	}
+	return log, err
 }
 
 // openStore opens the configured store; a failure is logged once.
@@ -99,6 +103,7 @@ func openStore(ctx context.Context, c *Common, log zerolog.Logger) (store.Store,
 type snapshotConfig struct {
 	Common
 	Once     bool          `envconfig:"HOMESNAP_ONCE" flag:"once" desc:"take one snapshot and exit (cron, disaster recovery)"`
+	Timeout  time.Duration `envconfig:"HOMESNAP_TIMEOUT" flag:"timeout" desc:"give up on a --once snapshot or an --import after this long (0: never; the sidecar's final snapshot has --final-timeout)"`
 	Interval time.Duration `envconfig:"HOMESNAP_INTERVAL" default:"5m" flag:"interval" desc:"time between snapshots when running as a sidecar"`
 	Grace    time.Duration `envconfig:"HOMESNAP_FINAL_TIMEOUT" default:"25s" flag:"final-timeout" desc:"deadline of the final snapshot taken on SIGTERM (keep below the pod's grace period)"`
 	Preset   string        `envconfig:"HOMESNAP_PRESET" default:"jenkins" flag:"preset" desc:"selection preset: jenkins (agents and jobs), controller (the whole state of a controller configured by hand), all or none"`

@@ -16,17 +16,24 @@ import (
 	"github.com/kelseyhightower/envconfig"
 )
 
-// Common holds the settings both commands share. Each field is an
+// Common holds the settings all three commands share. Each field is an
 // environment variable (its envconfig tag) and a flag (--<flag tag>); the
-// flag wins. Tags carry the full variable name: envconfig would otherwise
-// fall back to the unprefixed name, and $HOME is not the Jenkins home.
+// flag wins. The variable is the flag's name, upper case, with HOMESNAP_
+// in front (TestEveryFlagHasItsOwnVariable). Tags carry the full variable
+// name: envconfig would otherwise fall back to the unprefixed name, and
+// $HOME is not the Jenkins home.
+//
+// A setting renamed keeps its old names for one release: the tags oldflag
+// and oldenv name them, and using one logs a warning naming the new one.
 type Common struct {
-	Home      string        `envconfig:"HOMESNAP_HOME" flag:"home" desc:"Jenkins home to snapshot or restore into (default $JENKINS_HOME)"`
-	Store     string        `envconfig:"HOMESNAP_STORE" flag:"store" desc:"store URL: a directory, file:///path, s3://, minio://, gs://, azblob://"`
-	Jobs      int           `envconfig:"HOMESNAP_JOBS" flag:"jobs" desc:"parallel workers (0: automatic)"`
-	Timeout   time.Duration `envconfig:"HOMESNAP_TIMEOUT" flag:"timeout" desc:"give up on a restore or a --once snapshot after this long (0: never)"`
-	LogLevel  string        `envconfig:"HOMESNAP_LOG_LEVEL" default:"info" flag:"log-level" desc:"debug, info, warn or error"`
-	LogFormat string        `envconfig:"HOMESNAP_LOG_FORMAT" default:"auto" flag:"log-format" desc:"json, console, or auto (console on a terminal)"`
+	Home      string `envconfig:"HOMESNAP_HOME" flag:"home" desc:"Jenkins home to snapshot or restore into (default $JENKINS_HOME)"`
+	Store     string `envconfig:"HOMESNAP_STORE" flag:"store" desc:"store URL: a directory, file:///path, s3://, minio://, gs://, azblob://"`
+	Jobs      int    `envconfig:"HOMESNAP_JOBS" flag:"jobs" desc:"parallel workers (0: automatic)"`
+	LogLevel  string `envconfig:"HOMESNAP_LOG_LEVEL" default:"info" flag:"log-level" desc:"debug, info, warn or error"`
+	LogFormat string `envconfig:"HOMESNAP_LOG_FORMAT" default:"auto" flag:"log-format" desc:"json, console, or auto (console on a terminal)"`
+
+	deprecated []string        // old names in use, logged once the logger is up
+	given      map[string]bool // flags set by the command line or the environment
 }
 
 // errHelp is returned after --help was printed.
@@ -45,10 +52,19 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 	if err := envconfig.Process("", cfg); err != nil {
 		return nil, usageError{fmt.Errorf("environment: %w", err)}
 	}
+	c := findCommon(cfg)
+	c.deprecated, c.given = nil, map[string]bool{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var help []string
-	bind(fs, reflect.ValueOf(cfg).Elem(), &help)
+	var settings []setting
+	bind(fs, reflect.ValueOf(cfg).Elem(), &help, &settings)
+	help = append(help, "  --version\n        print the program's version and build, then exit (given alone)")
+	for _, s := range settings {
+		if err := s.fromEnv(c); err != nil {
+			return nil, err
+		}
+	}
 	// A mistake gets the one line that names it, not the whole help.
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
@@ -61,10 +77,74 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 		}
 		return nil, usageError{fmt.Errorf("%w (see %s --help)", err, name)}
 	}
-	if c := findCommon(cfg); c != nil && c.Home == "" {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	for _, s := range settings {
+		if err := s.fromFlags(c, onCommandLine); err != nil {
+			return nil, err
+		}
+	}
+	if c.Home == "" {
 		c.Home = os.Getenv("JENKINS_HOME")
 	}
 	return fs.Args(), nil
+}
+
+// setting is one field with its flag and variable, and the old names it
+// still answers to.
+type setting struct {
+	v               reflect.Value
+	flag, env       string
+	oldFlag, oldEnv string
+}
+
+// fromEnv records whether the variable is set and applies the old
+// variable's value when the new one is not set (the new one wins).
+func (s setting) fromEnv(c *Common) error {
+	_, isSet := os.LookupEnv(s.env)
+	c.given[s.flag] = c.given[s.flag] || isSet
+	if s.oldEnv == "" {
+		return nil
+	}
+	old, ok := os.LookupEnv(s.oldEnv)
+	if !ok {
+		return nil
+	}
+	c.given[s.flag] = true
+	if isSet {
+		if os.Getenv(s.env) != old {
+			c.deprecated = append(c.deprecated, fmt.Sprintf("%s and %s are both set and differ: %s is used; %s is the old name of %s, remove it", s.oldEnv, s.env, s.env, s.oldEnv, s.env))
+		} else {
+			c.deprecated = append(c.deprecated, fmt.Sprintf("%s is deprecated and set as well as %s: remove it (it stops working in the next release)", s.oldEnv, s.env))
+		}
+		return nil
+	}
+	c.deprecated = append(c.deprecated, fmt.Sprintf("%s is deprecated: set %s instead (the old name stops working in the next release)", s.oldEnv, s.env))
+	x := &value{v: s.v}
+	parts := []string{old}
+	if s.v.Kind() == reflect.Slice { // as envconfig splits a list
+		parts = strings.Split(old, ",")
+	}
+	for _, p := range parts {
+		if err := x.Set(p); err != nil {
+			return usageError{fmt.Errorf("environment: %s=%q (the old name of %s): %w", s.oldEnv, old, s.env, err)}
+		}
+	}
+	return nil
+}
+
+// fromFlags records whether the flag was given and refuses it given under
+// both its names, which set one value.
+func (s setting) fromFlags(c *Common, given map[string]bool) error {
+	c.given[s.flag] = c.given[s.flag] || given[s.flag] || given[s.oldFlag]
+	if s.oldFlag == "" || !given[s.oldFlag] {
+		return nil
+	}
+	if given[s.flag] {
+		return usageError{fmt.Errorf("--%s and --%s are one setting (--%s is its old name): give --%s only", s.flag, s.oldFlag, s.oldFlag, s.flag)}
+	}
+	c.deprecated = append(c.deprecated, fmt.Sprintf("--%s is deprecated: use --%s instead (the old name stops working in the next release)", s.oldFlag, s.flag))
+	return nil
 }
 
 // usageError marks a mistake on the command line (exit status 2).
@@ -80,14 +160,15 @@ func findCommon(cfg any) *Common {
 	return nil
 }
 
-// bind registers a flag for every field tagged `flag`, recursing into
-// embedded structs, with the environment's value as the default.
-func bind(fs *flag.FlagSet, v reflect.Value, help *[]string) {
+// bind registers a flag for every field tagged `flag` (and its old name),
+// recursing into embedded structs, with the environment's value as the
+// default.
+func bind(fs *flag.FlagSet, v reflect.Value, help *[]string, settings *[]setting) {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f, fv := t.Field(i), v.Field(i)
 		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			bind(fs, fv, help)
+			bind(fs, fv, help, settings)
 			continue
 		}
 		name := f.Tag.Get("flag")
@@ -98,8 +179,19 @@ func bind(fs *flag.FlagSet, v reflect.Value, help *[]string) {
 			}
 			continue
 		}
-		fs.Var(&value{v: fv}, name, f.Tag.Get("desc"))
+		val := &value{v: fv}
+		fs.Var(val, name, f.Tag.Get("desc"))
 		env := f.Tag.Get("envconfig")
+		s := setting{v: fv, flag: name, env: env, oldFlag: f.Tag.Get("oldflag"), oldEnv: f.Tag.Get("oldenv")}
+		*settings = append(*settings, s)
+		var was []string
+		if s.oldFlag != "" {
+			fs.Var(val, s.oldFlag, "deprecated: --"+name) // one value: the same list, the same state
+			was = append(was, "--"+s.oldFlag)
+		}
+		if s.oldEnv != "" {
+			was = append(was, s.oldEnv)
+		}
 		arg := " " + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		switch fv.Kind() {
 		case reflect.Bool:
@@ -110,6 +202,9 @@ func bind(fs *flag.FlagSet, v reflect.Value, help *[]string) {
 		def := ""
 		if d := f.Tag.Get("default"); d != "" {
 			def = ", default " + d
+		}
+		if len(was) > 0 {
+			def += "; deprecated: " + strings.Join(was, ", ")
 		}
 		*help = append(*help, fmt.Sprintf("  --%s%s\n        %s [%s%s]", name, arg, f.Tag.Get("desc"), env, def))
 	}

@@ -2,10 +2,15 @@ package cli
 
 import (
 	"errors"
+	"flag"
 	"io"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFlagsWinOverTheEnvironment(t *testing.T) {
@@ -78,5 +83,170 @@ func TestSidecarSettingsAreValidated(t *testing.T) {
 	load("snapshot", "", &cfg, nil, io.Discard)
 	if err := cfg.validate(); err != nil {
 		t.Errorf("defaults refused: %v", err)
+	}
+}
+
+// commandConfigs holds every command's configuration, by the name cli.Main
+// gives it.
+var commandConfigs = map[string]func() any{
+	"snapshot": func() any { return &snapshotConfig{} },
+	"restore":  func() any { return &restoreConfig{} },
+	"prune":    func() any { return &pruneConfig{} },
+}
+
+// sharedSelection are the restore's flags that read the snapshot's
+// variables, so that one ConfigMap gives both containers one selection (see
+// RestoreSelection): the only flags whose variable is not their name.
+var sharedSelection = map[string]string{"select-include": "HOMESNAP_INCLUDE", "select-exclude": "HOMESNAP_EXCLUDE"}
+
+// A newcomer guesses a flag's variable from its name, in every command.
+func TestEveryFlagHasItsOwnVariable(t *testing.T) {
+	mains, _ := filepath.Glob("../../cmd/*/main.go")
+	for _, m := range mains {
+		src, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, rest, ok := strings.Cut(string(src), "cli.Main(\""); ok {
+			if name, _, _ := strings.Cut(rest, "\""); commandConfigs[name] == nil {
+				t.Errorf("%s runs command %q, which this test does not check", m, name)
+			}
+		}
+	}
+	for name, cfg := range commandConfigs {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		var help []string
+		var settings []setting
+		bind(fs, reflect.ValueOf(cfg()).Elem(), &help, &settings)
+		timeouts := 0
+		for _, s := range settings {
+			want := "HOMESNAP_" + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_"))
+			if shared, ok := sharedSelection[s.flag]; ok && name == "restore" {
+				want = shared
+			}
+			if s.env != want {
+				t.Errorf("%s --%s reads %s, want %s", name, s.flag, s.env, want)
+			}
+			if s.oldEnv == s.env || s.oldFlag == s.flag || (s.oldEnv != "" && !strings.HasPrefix(s.oldEnv, "HOMESNAP_")) {
+				t.Errorf("%s --%s: old names %q/%q", name, s.flag, s.oldFlag, s.oldEnv)
+			}
+			if s.flag == "timeout" {
+				timeouts++
+			}
+			if s.flag == "deadline" {
+				t.Errorf("%s has --deadline: its timeout flag is --timeout", name)
+			}
+		}
+		if timeouts != 1 {
+			t.Errorf("%s has %d --timeout flags, want 1", name, timeouts)
+		}
+	}
+}
+
+// The names renamed for issue 22 keep working for a release, each with one
+// warning naming the new one; the new name wins when both are set.
+func TestOldNamesStillWork(t *testing.T) {
+	for _, env := range []string{"HOMESNAP_FORCE", "HOMESNAP_ONLY", "HOMESNAP_TIMEOUT", "HOMESNAP_PROGRESS", "HOMESNAP_DRY_RUN", "HOMESNAP_SKIP"} {
+		t.Setenv(env, "")
+	}
+	t.Setenv("HOMESNAP_RESTORE_FORCE", "true")
+	t.Setenv("HOMESNAP_RESTORE_INCLUDE", "jobs/a/**,jobs/b/**")
+	t.Setenv("HOMESNAP_RESTORE_PROGRESS", "log")
+	t.Setenv("HOMESNAP_DEADLINE", "3s")
+	t.Setenv("HOMESNAP_TIMEOUT", "5s")
+	t.Setenv("HOMESNAP_DRY_RUN", "true")
+	t.Setenv("HOMESNAP_RESTORE_DRY_RUN", "true")
+	var cfg restoreConfig
+	if _, err := load("restore", "", &cfg, []string{"--exclude", "jobs/a/builds/**"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Force || !slices.Equal(cfg.Only, []string{"jobs/a/**", "jobs/b/**"}) || !slices.Equal(cfg.Skip, []string{"jobs/a/builds/**"}) || cfg.Progress != "log" || !cfg.DryRun {
+		t.Errorf("old names not applied: %+v", cfg)
+	}
+	if cfg.Timeout != 5*time.Second {
+		t.Errorf("timeout %v, want HOMESNAP_TIMEOUT's 5s over HOMESNAP_DEADLINE's", cfg.Timeout)
+	}
+	notes := strings.Join(cfg.deprecated, "\n")
+	for _, want := range []string{
+		"HOMESNAP_RESTORE_FORCE is deprecated: set HOMESNAP_FORCE",
+		"HOMESNAP_RESTORE_INCLUDE is deprecated: set HOMESNAP_ONLY",
+		"HOMESNAP_RESTORE_PROGRESS is deprecated: set HOMESNAP_PROGRESS",
+		"HOMESNAP_DEADLINE and HOMESNAP_TIMEOUT are both set and differ: HOMESNAP_TIMEOUT is used",
+		"HOMESNAP_RESTORE_DRY_RUN is deprecated and set as well as HOMESNAP_DRY_RUN",
+		"--exclude is deprecated: use --skip",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("no warning %q in:\n%s", want, notes)
+		}
+	}
+	if len(cfg.deprecated) != 6 {
+		t.Errorf("%d warnings, want one per old name:\n%s", len(cfg.deprecated), notes)
+	}
+
+	// A flag given under both names is a mistake.
+	var ue usageError
+	cfg = restoreConfig{}
+	if _, err := load("restore", "", &cfg, []string{"--include", "a", "--only", "b"}, io.Discard); !errors.As(err, &ue) || !strings.Contains(err.Error(), "give --only only") {
+		t.Errorf("--include with --only: %v, want a usage error", err)
+	}
+	// A bad value under the old name names it.
+	t.Setenv("HOMESNAP_TIMEOUT", "")
+	t.Setenv("HOMESNAP_DEADLINE", "soon")
+	if _, err := load("restore", "", &cfg, nil, io.Discard); !errors.As(err, &ue) || !strings.Contains(err.Error(), "HOMESNAP_DEADLINE") {
+		t.Errorf("HOMESNAP_DEADLINE=soon: %v, want a usage error naming it", err)
+	}
+}
+
+// restore --timeout bounds a restore by default, but a --verify of a whole
+// store only when it is given.
+func TestRestoreTimeoutIsGivenOrDefault(t *testing.T) {
+	t.Setenv("HOMESNAP_TIMEOUT", "")
+	t.Setenv("HOMESNAP_DEADLINE", "")
+	for _, c := range []struct {
+		args  []string
+		want  time.Duration
+		given bool
+	}{
+		{nil, 10 * time.Minute, false},
+		{[]string{"--timeout", "0"}, 0, true},
+		{[]string{"--deadline", "1h"}, time.Hour, true},
+	} {
+		var cfg restoreConfig
+		if _, err := load("restore", "", &cfg, c.args, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Timeout != c.want || cfg.given["timeout"] != c.given {
+			t.Errorf("%v: timeout %v given %v, want %v %v", c.args, cfg.Timeout, cfg.given["timeout"], c.want, c.given)
+		}
+	}
+}
+
+// --help lists --version, and each renamed flag's old names.
+func TestHelpListsVersionAndOldNames(t *testing.T) {
+	for name, cfg := range commandConfigs {
+		var out strings.Builder
+		if _, err := load(name, "", cfg(), []string{"--help"}, &out); !errors.Is(err, errHelp) {
+			t.Fatalf("%s --help: %v", name, err)
+		}
+		if !strings.Contains(out.String(), "\n  --version\n") {
+			t.Errorf("%s --help does not list --version:\n%s", name, out.String())
+		}
+		if name == "restore" && !strings.Contains(out.String(), "[HOMESNAP_ONLY; deprecated: --include, HOMESNAP_RESTORE_INCLUDE]") {
+			t.Errorf("restore --help does not name --only's old names:\n%s", out.String())
+		}
+	}
+}
+
+// The warnings are logged once, when the command starts.
+func TestDeprecationIsLoggedOnce(t *testing.T) {
+	t.Setenv("HOMESNAP_FORCE", "")
+	t.Setenv("HOMESNAP_RESTORE_FORCE", "true")
+	var out strings.Builder
+	var cfg restoreConfig
+	if _, err := configure("restore", "", &cfg, &cfg.Common, []string{"--log-format", "json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "HOMESNAP_RESTORE_FORCE is deprecated: set HOMESNAP_FORCE"); n != 1 || !strings.Contains(out.String(), `"level":"warn"`) {
+		t.Errorf("%d warnings, want 1:\n%s", n, out.String())
 	}
 }

@@ -17,7 +17,7 @@ import (
 // Exit statuses. Every outcome that leaves the home usable is 0 (restored,
 // nothing to do, skipped as newer, first boot with --allow-empty), so that
 // an init container lets the controller start; the other codes tell
-// failures apart for scripts and alerts (README: "Exit status").
+// failures apart for scripts and alerts (docs/runbooks.md: "Exit status").
 const (
 	ExitOK         = 0
 	ExitFailure    = 1 // anything not listed below

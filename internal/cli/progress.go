@@ -17,7 +17,7 @@ import (
 
 // ProgressConfig is how restore shows its progress.
 type ProgressConfig struct {
-	Progress string `envconfig:"HOMESNAP_RESTORE_PROGRESS" default:"auto" flag:"progress" desc:"auto (a bar on a terminal, a log line every few seconds otherwise), bar, log or off"`
+	Progress string `envconfig:"HOMESNAP_PROGRESS" default:"auto" flag:"progress" oldenv:"HOMESNAP_RESTORE_PROGRESS" desc:"auto (a bar on a terminal, a log line every few seconds otherwise), bar, log or off"`
 }
 
 func (c ProgressConfig) validate() error {
@@ -25,7 +25,7 @@ func (c ProgressConfig) validate() error {
 	case "auto", "bar", "log", "off":
 		return nil
 	}
-	return usageError{fmt.Errorf("--progress/HOMESNAP_RESTORE_PROGRESS %q: want auto, bar, log or off", c.Progress)}
+	return usageError{fmt.Errorf("--progress/HOMESNAP_PROGRESS %q: want auto, bar, log or off", c.Progress)}
 }
 
 // logEvery is how often the log variant reports.

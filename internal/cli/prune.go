@@ -70,6 +70,7 @@ type pruneConfig struct {
 	Common
 	Retention
 	AgeIdentity               // an encrypted store's records are read through age
+	Timeout     time.Duration `envconfig:"HOMESNAP_TIMEOUT" flag:"timeout" desc:"give up on the prune after this long (0: never)"`
 	DryRun      bool          `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
 	LeaseTTL    time.Duration `envconfig:"HOMESNAP_LEASE_TTL" default:"60s" flag:"lease-ttl" desc:"prune holds the store's one-writer lease while it deletes (renewed every third of this); it refuses while another process, such as a running sidecar, holds it"`
 }
@@ -79,6 +80,9 @@ func (c *pruneConfig) validate() error {
 		return err
 	}
 	if err := c.Retention.validate(); err != nil {
+		return err
+	}
+	if err := nonNegative("--timeout/HOMESNAP_TIMEOUT", c.Timeout, "0 means no timeout"); err != nil {
 		return err
 	}
 	// Prune needs no key, but one given broken (a Secret shared with the

@@ -23,14 +23,14 @@ type restoreConfig struct {
 	Snapshot   string        `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the head)"`
 	At         string        `envconfig:"HOMESNAP_AT" flag:"at" desc:"restore the newest snapshot taken at or before this time (RFC 3339, e.g. 2026-12-01T14:00:00Z)"`
 	AllowEmpty bool          `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
-	Deadline   time.Duration `envconfig:"HOMESNAP_DEADLINE" default:"10m" flag:"deadline" desc:"give up after this long, naming the store and the step (0: never)"`
+	Timeout    time.Duration `envconfig:"HOMESNAP_TIMEOUT" default:"10m" flag:"timeout" oldflag:"deadline" oldenv:"HOMESNAP_DEADLINE" desc:"give up after this long, naming the store and the step (0: never); --verify only when given"`
 	Target     string        `envconfig:"HOMESNAP_TARGET" flag:"target" desc:"restore into this directory instead of the home (inspection); the home is left alone"`
-	DryRun     bool          `envconfig:"HOMESNAP_RESTORE_DRY_RUN" flag:"dry-run" desc:"print what would be written, removed and fetched, change nothing"`
-	Force      bool          `envconfig:"HOMESNAP_RESTORE_FORCE" flag:"force" desc:"restore over a home that holds data the store does not; what it replaces or removes is kept in .homesnap-displaced-*"`
+	DryRun     bool          `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" oldenv:"HOMESNAP_RESTORE_DRY_RUN" desc:"print what would be written, removed and fetched, change nothing"`
+	Force      bool          `envconfig:"HOMESNAP_FORCE" flag:"force" oldenv:"HOMESNAP_RESTORE_FORCE" desc:"restore over a home that holds data the store does not; what it replaces or removes is kept in .homesnap-displaced-*"`
 	Chown      string        `envconfig:"HOMESNAP_CHOWN" flag:"chown" desc:"UID:GID owning everything restored (as root), instead of the snapshot's owners"`
 	KeepModes  bool          `envconfig:"HOMESNAP_KEEP_MODES" flag:"keep-modes" desc:"restore setuid, setgid and world-writable bits as stored (dropped by default: a Jenkins home needs none)"`
-	Include    []string      `envconfig:"HOMESNAP_RESTORE_INCLUDE" flag:"include" desc:"restore only paths matching this glob (one job, a folder); others are neither written nor removed"`
-	Exclude    []string      `envconfig:"HOMESNAP_RESTORE_EXCLUDE" flag:"exclude" desc:"leave paths matching this glob alone"`
+	Only       []string      `envconfig:"HOMESNAP_ONLY" flag:"only" oldflag:"include" oldenv:"HOMESNAP_RESTORE_INCLUDE" desc:"restore only paths matching this glob (one job, a folder); others are neither written nor removed"`
+	Skip       []string      `envconfig:"HOMESNAP_SKIP" flag:"skip" oldflag:"exclude" oldenv:"HOMESNAP_RESTORE_EXCLUDE" desc:"leave paths matching this glob alone"`
 	List       bool          `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
 	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
 	RestoreSelection
@@ -53,7 +53,7 @@ func (c *restoreConfig) validate() error {
 	default:
 		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want text (or table) or json", c.Output)}
 	}
-	if err := nonNegative("--deadline/HOMESNAP_DEADLINE", c.Deadline, "0 means none"); err != nil {
+	if err := nonNegative("--timeout/HOMESNAP_TIMEOUT", c.Timeout, "0 means none"); err != nil {
 		return err
 	}
 	if c.verifying() && c.List {
@@ -113,12 +113,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// One deadline for everything, the store's opening included, so that
 	// an unreachable endpoint cannot hold a pod in its init phase.
-	limit := cfg.Deadline
-	if cfg.verifying() {
-		limit = 0 // a check of a whole store is not an init container's step: only --timeout bounds it
-	}
-	if cfg.Timeout > 0 && (limit == 0 || cfg.Timeout < limit) {
-		limit = cfg.Timeout
+	limit := cfg.Timeout
+	if cfg.verifying() && !cfg.given["timeout"] {
+		limit = 0 // a check of a whole store is not an init container's step: bounded only when asked
 	}
 	ctx, cancel := withTimeout(ctx, limit)
 	defer cancel()
@@ -128,7 +125,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fail := func(msg string, err error) error {
 		if errors.Is(err, context.DeadlineExceeded) && limit > 0 {
 			stepMu.Lock()
-			err = fmt.Errorf("gave up after %v (--deadline) while %s at %s: %w", limit, step, store.Redact(cfg.Store), err)
+			err = fmt.Errorf("gave up after %v (--timeout) while %s at %s: %w", limit, step, store.Redact(cfg.Store), err)
 			stepMu.Unlock()
 		}
 		err = authError(err)
@@ -189,7 +186,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts := engine.HomeOptions{
 		RestoreOptions: engine.RestoreOptions{
 			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
-			Include: cfg.Include, Exclude: cfg.Exclude, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
+			Include: cfg.Only, Exclude: cfg.Skip, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
 		},
 		At: cfg.at, Step: setStep,
 	}

@@ -18,7 +18,7 @@ func (c *Common) validate() error {
 	if c.Jobs < 0 || c.Jobs > MaxJobs {
 		return usageError{fmt.Errorf("--jobs/HOMESNAP_JOBS %d: want 0 (automatic) or a count of parallel workers of at most %d", c.Jobs, MaxJobs)}
 	}
-	return nonNegative("--timeout/HOMESNAP_TIMEOUT", c.Timeout, "0 means no timeout")
+	return nil
 }
 
 func (c *snapshotConfig) validate() error {
@@ -26,6 +26,9 @@ func (c *snapshotConfig) validate() error {
 		return err
 	}
 	if err := c.Retention.validate(); err != nil {
+		return err
+	}
+	if err := nonNegative("--timeout/HOMESNAP_TIMEOUT", c.Timeout, "0 means no timeout"); err != nil {
 		return err
 	}
 	if c.ConsolidateMax < 0 {

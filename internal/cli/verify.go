@@ -16,7 +16,7 @@ import (
 )
 
 // VerifyConfig holds restore's settings for checking the store instead of
-// restoring (README: "Verifying backups").
+// restoring (docs/runbooks.md: "Verifying backups").
 type VerifyConfig struct {
 	Verify          bool `envconfig:"HOMESNAP_VERIFY" flag:"verify" desc:"check the store instead of restoring: read every object the chosen snapshots need (--snapshot or --at; default every snapshot the head reaches), check every hash, name each missing or corrupt object (exit 6); the home is not touched"`
 	VerifyStructure bool `envconfig:"HOMESNAP_VERIFY_STRUCTURE" flag:"verify-structure" desc:"a cheap --verify for frequent checks: read the manifests and check that every archive they need exists with a plausible size, without downloading archives"`

@@ -385,7 +385,7 @@ func forgeLayer(t *testing.T, stored []byte, identity age.Identity) []byte {
 
 // TestUpgradeToAuthenticated is the upgrade of a store written before
 // authentication (testdata/prestore, written by the previous release),
-// in the order README gives: the first restore with the new release is
+// in the order docs/encryption.md gives: the first restore with the new release is
 // refused until --allow-unauthenticated; the sidecar, holding the same
 // identity, takes a full snapshot that is authenticated and marks the
 // store; from then on restores need no override, and the old snapshots

@@ -29,7 +29,7 @@ func logField(stderr, msg, field string) any {
 	return v
 }
 
-// TestRestoreDecisions goes through every row of the README's decision
+// TestRestoreDecisions goes through every row of docs/usage.md's decision
 // table with the built binaries, starting with the story of the issue: a
 // job Jenkins created after the last snapshot survives the next pod start.
 func TestRestoreDecisions(t *testing.T) {
@@ -135,14 +135,14 @@ func TestRestoreDecisions(t *testing.T) {
 
 	// A partial restore of one job into an empty directory.
 	part := t.TempDir()
-	expect("--include one job", restore(part, "--include", "jobs/newjob"), 0, "delta")
+	expect("--only one job", restore(part, "--only", "jobs/newjob"), 0, "delta")
 	for p := range wholeTree(t, part) {
 		if p != "jobs" && !strings.HasPrefix(p, "jobs/newjob") {
-			t.Errorf("--include jobs/newjob restored %s", p)
+			t.Errorf("--only jobs/newjob restored %s", p)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(part, "jobs/newjob/builds/1/log")); err != nil {
-		t.Errorf("--include jobs/newjob: %v", err)
+		t.Errorf("--only jobs/newjob: %v", err)
 	}
 }
 
@@ -164,12 +164,12 @@ func TestRelativeHomeIsResolved(t *testing.T) {
 // message naming the store and the step.
 func TestDeadlineAgainstADeadEndpoint(t *testing.T) {
 	storeURL := "s3://bucket/prefix?endpoint=http%3A%2F%2F127.0.0.1%3A9&region=us-east-1&path_style=true&max_attempts=100"
-	r, took := timed(t, time.Minute, "restore", s3Env(), "--home", t.TempDir(), "--store", storeURL, "--deadline", "3s", "--log-format", "json")
+	r, took := timed(t, time.Minute, "restore", s3Env(), "--home", t.TempDir(), "--store", storeURL, "--timeout", "3s", "--log-format", "json")
 	if r.code != 5 {
 		t.Errorf("exit %d, want 5 (store unreachable)\n%s", r.code, tail(r.stderr, 2000))
 	}
 	if took > 15*time.Second {
-		t.Errorf("took %v with --deadline 3s", took)
+		t.Errorf("took %v with --timeout 3s", took)
 	}
 	msg := errorLine(r.stderr)
 	if !strings.Contains(msg, "gave up after 3s") || !strings.Contains(msg, "s3://bucket/prefix") {

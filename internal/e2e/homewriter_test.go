@@ -370,7 +370,7 @@ func TestCommitIsNotRedirectedBySwappedDirectories(t *testing.T) {
 		plantLink(t, home, "park/lnk", outside) // park is outside the selection
 		stop := swapAsJenkins(t, filepath.Join(home, "jobs", "x"), filepath.Join(home, "park", "lnk"))
 		// The partial restore of one job's folder, as the runbook says.
-		r := run(t, "restore", nil, "--snapshot", head.Snapshot, "--include", "jobs/x", "--force", "--home", home, "--store", storeDir)
+		r := run(t, "restore", nil, "--snapshot", head.Snapshot, "--only", "jobs/x", "--force", "--home", home, "--store", storeDir)
 		if n := stop(); n < 100 {
 			t.Fatalf("only %d swaps during restore %d", n, i)
 		}

@@ -164,7 +164,7 @@ func refusedURLs(c canaries, raw string) map[string]string {
 func runAll(t *testing.T, storeURL, home string, env []string, all bool) string {
 	cmds := [][]string{
 		{"restore", "--list"},
-		{"restore", "--home", t.TempDir(), "--deadline", "20s"},
+		{"restore", "--home", t.TempDir(), "--timeout", "20s"},
 		{"snapshot", "--once", "--home", home, "--timeout", "20s"},
 		{"prune", "--keep-last", "1", "--timeout", "20s"},
 		{"restore", "--verify-structure", "--timeout", "20s"},

@@ -125,7 +125,7 @@ cat > .homesnap-restore-planted/journal <<'EOF'
 		{"home behind the head", nil, ""},
 		{"snapshot", []string{"--snapshot", "head"}, ""},
 		{"at", []string{"--at", "2100-01-01T00:00:00Z"}, ""},
-		{"partial", []string{"--include", "jobs/test"}, ""},
+		{"partial", []string{"--only", "jobs/test"}, ""},
 		{"forced", []string{"--force", "--snapshot", id1}, "jobs/test/config.xml"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -280,7 +280,7 @@ func (r *restorer) undo(a *action) error {
 			return err
 		}
 	}
-	if err := home.Chmod(a.rel, st.Mode&0o7777); err != nil {
+	if err := home.Chmod(a.rel, uint32(st.Mode&0o7777)); err != nil {
 		return err
 	}
 	return home.SetTimes(a.rel, []unix.Timespec{st.Atim, st.Mtim})

@@ -41,7 +41,7 @@ type Decision struct {
 	Reason string
 }
 
-// Decide is the restore's decision table (README: "What restore decides").
+// Decide is the restore's decision table (docs/usage.md: "What restore decides").
 // It is pure: every input is in s, force and allowEmpty.
 func Decide(s Situation, force, allowEmpty bool) Decision {
 	switch {

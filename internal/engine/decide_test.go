@@ -2,7 +2,7 @@ package engine
 
 import "testing"
 
-// TestDecide is the README's decision table, row by row.
+// TestDecide is the decision table of docs/usage.md, row by row.
 func TestDecide(t *testing.T) {
 	for _, c := range []struct {
 		name              string

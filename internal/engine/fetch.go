@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -314,7 +313,7 @@ func (r *restorer) sameMeta(st *unix.Stat_t, e *archive.Entry) bool {
 	if uid, gid, ok := r.owner(e); ok && (int(st.Uid) != uid || int(st.Gid) != gid) {
 		return false
 	}
-	if e.Type != archive.TypeSymlink && scan.Mode(st.Mode) != e.Mode {
+	if e.Type != archive.TypeSymlink && scan.Mode(uint32(st.Mode)) != e.Mode {
 		return false
 	}
 	return st.Mtim.Nano() == e.MTime
@@ -368,16 +367,6 @@ func writeAll(fd int, b []byte) error {
 			return err
 		}
 		b = b[n:]
-	}
-	return nil
-}
-
-// futimens sets an open file's mtime (and atime) with nanoseconds.
-func futimens(fd int, ns int64) error {
-	ts := [2]unix.Timespec{unix.NsecToTimespec(ns), unix.NsecToTimespec(ns)}
-	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
-	if errno != 0 {
-		return errno
 	}
 	return nil
 }

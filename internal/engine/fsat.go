@@ -79,10 +79,6 @@ func (r *restorer) checkRemovable(rel string) error {
 	return nil
 }
 
-// syncFS flushes the filesystem holding dir: one syncfs instead of an
-// fsync per file.
-func syncFS(dir int) error { return unix.Syncfs(dir) }
-
 // overlayFS is what BeforeCommit sees: the home as it will be after the
 // commit. A path comes from the staging tree when the restore writes it,
 // is absent when the restore removes it, and otherwise is the home's own

@@ -80,7 +80,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 	}
 	partial := len(o.Include) > 0 || len(o.Exclude) > 0
 	if partial {
-		res.Decision = Decision{ActDelta, "a partial restore (--include/--exclude) changes only what it selects"}
+		res.Decision = Decision{ActDelta, "a partial restore (--only/--skip) changes only what it selects"}
 		if head == nil {
 			res.Decision = Decide(sit, o.Force, o.AllowEmpty)
 			return res, decisionError(o, res)

@@ -98,7 +98,7 @@ func (j *journal) record(a *action) error {
 		s.kind = 'I'
 	default:
 		st := &a.meta.old
-		s.kind, s.uid, s.gid, s.mode = 'M', int64(st.Uid), int64(st.Gid), st.Mode&0o7777
+		s.kind, s.uid, s.gid, s.mode = 'M', int64(st.Uid), int64(st.Gid), uint32(st.Mode&0o7777)
 		s.atime, s.mtime = st.Atim.Nano(), st.Mtim.Nano()
 	}
 	return j.write(s.String())
@@ -433,7 +433,7 @@ func (rc *recovery) openOwn(dir int, name string, typ uint32) (int, error) {
 	}
 	why := ""
 	switch {
-	case st.Mode&unix.S_IFMT != typ:
+	case uint32(st.Mode&unix.S_IFMT) != typ:
 		why = name + " is not a " + typeName(typ)
 	case int(st.Uid) != rc.euid:
 		why = fmt.Sprintf("%s is owned by uid %d, not by this restore's uid %d", name, st.Uid, rc.euid)

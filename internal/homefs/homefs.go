@@ -4,18 +4,18 @@
 // any moment, also while homesnap runs, so every path is resolved relative
 // to a directory descriptor, beneath it, with no symlink in any component
 // (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or a walk of O_NOFOLLOW
-// opens where the kernel lacks openat2). Metadata is changed on opened
-// descriptors, reads are of regular files only and bounded, and temporary
-// files are created O_EXCL after whatever sits at their name is unlinked.
+// opens where the kernel lacks openat2, and on macOS). Metadata is changed
+// on opened descriptors (or, without O_PATH, by name in the opened parent
+// with AT_SYMLINK_NOFOLLOW), reads are of regular files only and bounded,
+// and temporary files are created O_EXCL after whatever sits at their name
+// is unlinked.
 package homefs
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,52 +60,8 @@ type PathError struct {
 func (e *PathError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
 func (e *PathError) Unwrap() error { return e.Err }
 
-// noOpenat2 is set once the kernel said it has no openat2.
-var noOpenat2 atomic.Bool
-
-// kernelLacksOpenat2 makes tests see ENOSYS from openat2. (A replaceable
-// function would make every OpenHow escape to the heap: an allocation per
-// file of a snapshot.)
-var kernelLacksOpenat2 bool
-
-// renameNoReplaceUnsupported makes tests take RenameNoReplace's path for
-// filesystems that refuse RENAME_NOREPLACE.
-var renameNoReplaceUnsupported bool
-
-// OpenRaw opens rel beneath d with flags (O_CLOEXEC is added; O_CREAT is
-// not allowed: see WriteFile) and returns the raw descriptor. With
-// O_PATH|O_NOFOLLOW a symlink as the last component is opened itself;
-// otherwise any symlink on the way fails with ELOOP.
-func (d Dir) OpenRaw(rel string, flags int) (int, error) {
-	if rel == "" {
-		rel = "."
-	}
-	flags |= unix.O_CLOEXEC
-	if noOpenat2.Load() {
-		return d.walk(rel, flags)
-	}
-	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
-	for try := 0; ; try++ {
-		fd, err := -1, error(unix.ENOSYS)
-		if !kernelLacksOpenat2 {
-			fd, err = unix.Openat2(int(d), rel, &how)
-		}
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.ENOSYS):
-			noOpenat2.Store(true)
-			return d.walk(rel, flags)
-		case (errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN)) && try < 16:
-			// EAGAIN: a rename raced the lookup; the kernel asks to retry.
-		default:
-			return -1, err
-		}
-	}
-}
-
 // walk opens rel one component at a time, each with O_NOFOLLOW: what
-// openat2 does in one call, for kernels before 5.6.
+// openat2 does in one call, for kernels before 5.6 and systems without it.
 func (d Dir) walk(rel string, flags int) (int, error) {
 	parts := strings.Split(rel, "/")
 	cur := int(d)
@@ -120,7 +76,7 @@ func (d Dir) walk(rel string, flags int) (int, error) {
 			return -1, unix.EXDEV
 		}
 		last := i == len(parts)-1
-		f := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		f := searchDir() | unix.O_NOFOLLOW | unix.O_CLOEXEC
 		if last {
 			f = flags | unix.O_NOFOLLOW
 		}
@@ -225,16 +181,6 @@ func ReadLimited(fd int, size, limit int64) ([]byte, error) {
 	}
 }
 
-// Lstat returns rel's metadata without following it.
-func (d Dir) Lstat(rel string, st *unix.Stat_t) error {
-	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return unix.Fstat(fd, st)
-}
-
 // Parent opens rel's parent directory beneath d and returns it with rel's
 // last component: the pair every *at call on rel then uses.
 func (d Dir) Parent(rel string) (Dir, string, error) {
@@ -247,7 +193,7 @@ func (d Dir) Parent(rel string) (Dir, string, error) {
 		unix.CloseOnExec(fd)
 		return Dir(fd), rel, nil
 	}
-	fd, err := d.OpenRaw(rel[:i], unix.O_PATH|unix.O_DIRECTORY)
+	fd, err := d.OpenRaw(rel[:i], searchDir())
 	if err != nil {
 		return -1, "", err
 	}
@@ -256,49 +202,10 @@ func (d Dir) Parent(rel string) (Dir, string, error) {
 
 // Chmod sets the permission and special bits of rel, which must not be a
 // symlink (ELOOP). It is applied to the inode opened beneath d, never by a
-// path.
+// path (on Linux; elsewhere an inode that cannot be opened for reading is
+// changed by its name in its opened parent, never following a symlink).
 func (d Dir) Chmod(rel string, mode uint32) error {
 	return d.ChmodFunc(rel, func(bool) uint32 { return mode })
-}
-
-// ChmodFunc is Chmod with the mode chosen by whether rel is a directory,
-// as seen on the inode it changes: a file swapped in for a directory
-// meanwhile cannot be given the directory's mode (its setgid bit, say).
-func (d Dir) ChmodFunc(rel string, mode func(isDir bool) uint32) error {
-	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return unix.ELOOP
-	}
-	return fchmodPath(fd, mode(st.Mode&unix.S_IFMT == unix.S_IFDIR))
-}
-
-// fchmodPath changes the mode of an O_PATH descriptor's inode, which
-// fchmod refuses: fchmodat2 (Linux 6.6) or, before it, the descriptor's
-// /proc link, which names that inode and no path.
-func fchmodPath(fd int, mode uint32) error {
-	err := unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
-		err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
-	}
-	return err
-}
-
-// Chown sets rel's owner; a symlink's own owner when rel is one.
-func (d Dir) Chown(rel string, uid, gid int) error {
-	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH)
 }
 
 // SetTimes sets rel's access and modification times, a symlink's own when
@@ -324,23 +231,19 @@ func (d Dir) Rename(rel string, dst Dir, to string) error {
 // RenameNoReplace is Rename that fails with EEXIST rather than replace
 // anything at to.
 func (d Dir) RenameNoReplace(rel string, dst Dir, to string) error {
-	return d.renameWith(rel, dst, to, func(fp int, fname string, tp int, tname string) error {
-		err := error(unix.EINVAL)
-		if !renameNoReplaceUnsupported {
-			err = unix.Renameat2(fp, fname, tp, tname, unix.RENAME_NOREPLACE)
-		}
-		if !errors.Is(err, unix.EINVAL) {
-			return err
-		}
-		// A filesystem without RENAME_NOREPLACE: check, then rename. Not
-		// atomic: a path made at to in between is replaced, so callers that
-		// need more must exclude other writers of to themselves.
-		var st unix.Stat_t
-		if err := unix.Fstatat(tp, tname, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-			return unix.EEXIST
-		}
-		return unix.Renameat(fp, fname, tp, tname)
-	})
+	return d.renameWith(rel, dst, to, renameNoReplace)
+}
+
+// renameNoReplaceByCheck renames where the system or filesystem has no
+// atomic no-replace rename: check, then rename. Not atomic: a path made at
+// to in between is replaced, so callers that need more must exclude other
+// writers of to themselves.
+func renameNoReplaceByCheck(fp int, fname string, tp int, tname string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(tp, tname, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		return unix.EEXIST
+	}
+	return unix.Renameat(fp, fname, tp, tname)
 }
 
 // renameWith opens both parents beneath their directories and renames

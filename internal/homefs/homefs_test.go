@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -38,13 +39,23 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// both runs a test with openat2 and with the per-component walk that
-// replaces it on kernels without it.
+// both runs a test with openat2, with the per-component walk that
+// replaces it on kernels without it, and on the path of systems without
+// openat2 and O_PATH (macOS). Elsewhere the last is the only one.
 func both(t *testing.T, f func(t *testing.T)) {
+	if runtime.GOOS != "linux" {
+		f(t)
+		return
+	}
 	t.Run("openat2", f)
 	t.Run("walk", func(t *testing.T) {
 		noOpenat2.Store(true)
 		defer noOpenat2.Store(false)
+		f(t)
+	})
+	t.Run("no O_PATH", func(t *testing.T) {
+		noOPath = true
+		defer func() { noOPath = false }()
 		f(t)
 	})
 }
@@ -70,6 +81,9 @@ func TestReadFileRefusesSymlinksDevicesAndSize(t *testing.T) {
 }
 
 func TestWalkFallbackIsUsedOnENOSYS(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("openat2 is Linux's")
+	}
 	d, _, _ := home(t)
 	defer func() { kernelLacksOpenat2 = false; noOpenat2.Store(false) }()
 	kernelLacksOpenat2 = true

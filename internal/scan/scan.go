@@ -356,7 +356,7 @@ func readNames(fd int) ([]string, error) {
 func FromStat(rel string, st *unix.Stat_t) *archive.Entry {
 	e := &archive.Entry{
 		Path:  rel,
-		Mode:  Mode(st.Mode),
+		Mode:  Mode(uint32(st.Mode)), // uint16 on macOS
 		UID:   int(st.Uid),
 		GID:   int(st.Gid),
 		MTime: st.Mtim.Nano(),

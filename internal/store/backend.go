@@ -237,7 +237,7 @@ func BucketURL(u *url.URL, what string) (bucket string, prefix Prefix, name stri
 	if u.User != nil {
 		// Ignored, a credential would sit in a URL that manifests and
 		// command lines show, and the user would think it in use.
-		return "", "", "", &Error{Op: "open", Store: name, Err: fmt.Errorf("user info in the URL: %s:// takes no credentials there; remove it and give them as the README's Store URLs table says", u.Scheme)}
+		return "", "", "", &Error{Op: "open", Store: name, Err: fmt.Errorf("user info in the URL: %s:// takes no credentials there; remove it and give them as the Store URLs table of docs/usage.md says", u.Scheme)}
 	}
 	return bucket, prefix, strings.TrimSuffix(name, "/"), nil
 }

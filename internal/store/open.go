@@ -32,7 +32,8 @@ func Register(scheme string, open Opener) {
 }
 
 // Open opens the store named by raw. A plain path (absolute or relative)
-// means the local directory store, the same as file:///abs/path.
+// means the local directory store, the same as file:///abs/path. The
+// backend comes wrapped by Checked.
 func Open(ctx context.Context, raw string) (Store, error) {
 	if raw == "" {
 		return nil, errors.New("no store given: set --store or HOMESNAP_STORE (a directory, file:///path, s3://bucket/prefix, ...)")
@@ -47,7 +48,11 @@ func Open(ctx context.Context, raw string) (Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("store %s: unknown scheme %q (supported: %s)", RedactURL(u), u.Scheme, strings.Join(Schemes(), ", "))
 	}
-	return open(ctx, u)
+	s, err := open(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	return Checked(s), nil
 }
 
 // ParseURL parses a store URL, turning a plain path into a file:// URL.

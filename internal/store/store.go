@@ -1,6 +1,7 @@
 // Package store defines the small object-storage interface homesnap needs and
 // the registry that opens a backend from a URL. Every backend lives in its own
-// sub-package and registers itself for one or more URL schemes.
+// sub-package and registers itself for one or more URL schemes; Open wraps
+// each with Checked, so that a backend sees only valid keys.
 package store
 
 import (

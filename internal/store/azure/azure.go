@@ -165,10 +165,7 @@ func (s *Store) blob(key string) *blockblob.Client {
 // the block list at the end: until then the blob does not change, and
 // uncommitted blocks of an abandoned upload are garbage-collected by Azure.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
-	if err := store.CheckKey(key); err != nil {
-		return s.fail("put", key, err)
-	}
-	_, err := s.blob(key).UploadStream(ctx, store.ContextReader(ctx, r), &blockblob.UploadStreamOptions{
+	_, err := s.blob(key).UploadStream(ctx, r, &blockblob.UploadStreamOptions{
 		BlockSize: s.blockSize, Concurrency: s.concurrency,
 	})
 	if err != nil {
@@ -178,9 +175,6 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 }
 
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	if err := store.CheckKey(key); err != nil {
-		return nil, s.fail("get", key, err)
-	}
 	if length == 0 {
 		return s.empty(ctx, key)
 	}
@@ -245,11 +239,6 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) e
 // Delete removes keys with parallel single deletes (Azurite does not
 // implement blob batches).
 func (s *Store) Delete(ctx context.Context, keys ...string) error {
-	for _, key := range keys {
-		if err := store.CheckKey(key); err != nil {
-			return s.fail("delete", key, err)
-		}
-	}
 	return store.Parallel(ctx, store.DeleteParallelism, keys, func(ctx context.Context, key string) error {
 		_, err := s.blob(key).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeInclude)})
 		if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
@@ -260,9 +249,6 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 }
 
 func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
-	if err := store.CheckKey(key); err != nil {
-		return nil, "", s.fail("load", key, err)
-	}
 	resp, err := s.blob(key).DownloadStream(ctx, nil)
 	if err != nil {
 		return nil, "", s.fail("load", key, err)
@@ -278,9 +264,6 @@ func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, er
 // Swap writes the blob in one request with If-None-Match: * (create) or
 // If-Match: ETag.
 func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
-	if err := store.CheckKey(key); err != nil {
-		return "", s.fail("swap", key, err)
-	}
 	cond := &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}
 	if old != "" {
 		cond = &blob.ModifiedAccessConditions{IfMatch: to.Ptr(azcore.ETag(old))}

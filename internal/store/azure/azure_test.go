@@ -1,12 +1,9 @@
 package azure_test
 
 import (
-	"context"
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/azure"
@@ -79,62 +76,9 @@ func TestSharedKey(t *testing.T) {
 	}
 }
 
-func TestWrongCredentials(t *testing.T) {
-	_, account, _, endpoint := azurite(t)
-	wrong := "d3Jvbmcga2V5IHdyb25nIGtleSB3cm9uZyBrZXkgd3Jvbmcga2V5IHdyb25nIGtleQ=="
-	storetest.FailsFast(t, 10*time.Second, func(ctx context.Context) (store.Store, error) {
-		return azure.Open(ctx, sharedKeyURL(container, endpoint), environ("AZURE_STORAGE_ACCOUNT", account, "AZURE_STORAGE_KEY", wrong))
-	}, "open az://"+container+"/p", "credentials were rejected", "AZURE_STORAGE_KEY")
-}
-
-func TestMissingContainer(t *testing.T) {
-	cs, _, _, _ := azurite(t)
-	var err error
-	storetest.FailsFast(t, 10*time.Second, func(ctx context.Context) (s store.Store, _ error) {
-		s, err = azure.Open(ctx, &url.URL{Scheme: "azblob", Host: "homesnap-no-such-container", Path: "/p"}, environ("AZURE_STORAGE_CONNECTION_STRING", cs))
-		return s, err
-	}, `container "homesnap-no-such-container" does not exist: create it or fix --store`)
-	if !errors.Is(err, store.ErrNotExist) {
-		t.Errorf("error does not wrap ErrNotExist")
-	}
-}
-
 func TestNoAccount(t *testing.T) {
 	_, err := azure.Open(t.Context(), &url.URL{Scheme: "azblob", Host: "c"}, environ())
 	if err == nil || !strings.Contains(err.Error(), "no storage account") {
 		t.Errorf("error %v, want one saying there is no storage account", err)
 	}
-}
-
-func TestLostAnswers(t *testing.T) {
-	cs, _, _, endpoint := azurite(t)
-	u, _ := url.Parse(endpoint)
-	addr := storetest.Proxy(t, u.Host, storetest.CutAnswers)
-	prefix := storetest.Prefix(t)
-	su := &url.URL{Scheme: "azblob", Host: container, Path: "/" + prefix, RawQuery: "part_size=4MiB"}
-	flaky, err := azure.Open(t.Context(), su, environ("AZURE_STORAGE_CONNECTION_STRING", strings.Replace(cs, u.Host, addr, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := azure.Open(t.Context(), su, environ("AZURE_STORAGE_CONNECTION_STRING", cs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.LostAnswers(t, flaky, direct)
-}
-
-func TestResumedReads(t *testing.T) {
-	cs, _, _, endpoint := azurite(t)
-	u, _ := url.Parse(endpoint)
-	addr := storetest.Proxy(t, u.Host, storetest.CutEvery(3<<20))
-	su := &url.URL{Scheme: "azblob", Host: container, Path: "/" + storetest.Prefix(t)}
-	flaky, err := azure.Open(t.Context(), su, environ("AZURE_STORAGE_CONNECTION_STRING", strings.Replace(cs, u.Host, addr, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := azure.Open(t.Context(), su, environ("AZURE_STORAGE_CONNECTION_STRING", cs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.ResumedReads(t, flaky, direct)
 }

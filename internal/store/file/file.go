@@ -21,8 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/homesnap/homesnap/internal/store"
 )
 
@@ -35,7 +33,7 @@ func init() {
 		if err := store.NewOptions(u).Err(); err != nil {
 			return nil, err
 		}
-		return Open(filepath.FromSlash(u.Path))
+		return open(filepath.FromSlash(u.Path))
 	})
 }
 
@@ -49,8 +47,17 @@ type Store struct {
 
 // Open opens the directory store at root, which must exist and be a
 // directory (like a bucket, it is not created implicitly: a typo must not
-// silently start a new, empty store).
-func Open(root string) (*Store, error) {
+// silently start a new, empty store). Like every store from store.Open, it
+// comes wrapped by store.Checked, whose key rule keeps keys inside root.
+func Open(root string) (store.Store, error) {
+	s, err := open(root)
+	if err != nil {
+		return nil, err
+	}
+	return store.Checked(s), nil
+}
+
+func open(root string) (*Store, error) {
 	if !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("store directory %q: path must be absolute", root)
 	}
@@ -99,11 +106,9 @@ func (s *Store) fail(op, key string, err error) error {
 	return &store.Error{Op: op, Store: s.String(), Key: key, Err: err}
 }
 
-// path maps a key to a file, refusing keys that would leave the root.
+// path maps a key, a clean relative path (store.Checked saw to that), to a
+// file, refusing the names of temporary files.
 func (s *Store) path(key string) (string, error) {
-	if key == "" || strings.HasPrefix(key, "/") || path.Clean(key) != key || key == ".." || strings.HasPrefix(key, "../") {
-		return "", fmt.Errorf("invalid key %q", key)
-	}
 	if strings.HasPrefix(path.Base(key), tmpPrefix) {
 		return "", fmt.Errorf("invalid key %q: reserved name", key)
 	}
@@ -115,7 +120,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 	if err != nil {
 		return s.fail("put", key, err)
 	}
-	if err := s.writeAtomic(ctx, p, r); err != nil {
+	if err := s.writeAtomic(p, r); err != nil {
 		return s.fail("put", key, err)
 	}
 	return nil
@@ -123,7 +128,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 
 // writeAtomic copies r to a temporary file beside p, syncs it and renames it
 // over p.
-func (s *Store) writeAtomic(ctx context.Context, p string, r io.Reader) error {
+func (s *Store) writeAtomic(p string, r io.Reader) error {
 	dir := filepath.Dir(p)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -139,7 +144,7 @@ func (s *Store) writeAtomic(ctx context.Context, p string, r io.Reader) error {
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err := io.Copy(&writeback{f: f}, ctxReader{ctx, r}); err != nil {
+	if _, err := io.Copy(&writeback{f: f}, r); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -172,23 +177,10 @@ func (w *writeback) Write(p []byte) (int, error) {
 	w.wrote += int64(n)
 	if w.wrote-w.started >= writebackChunk {
 		// Only a hint: the Sync at the end is what makes the data durable.
-		_ = unix.SyncFileRange(int(w.f.Fd()), w.started, w.wrote-w.started, unix.SYNC_FILE_RANGE_WRITE)
+		startWriteback(w.f, w.started, w.wrote-w.started)
 		w.started = w.wrote
 	}
 	return n, err
-}
-
-// ctxReader stops a long copy when the context is cancelled.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
@@ -318,7 +310,10 @@ func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Ver
 	case version(cur) != old:
 		return "", s.fail("swap", key, store.ErrPrecondition)
 	}
-	if err := s.writeAtomic(ctx, p, strings.NewReader(string(data))); err != nil {
+	if err := ctx.Err(); err != nil {
+		return "", s.fail("swap", key, err) // as late as possible: the lock may have waited
+	}
+	if err := s.writeAtomic(p, strings.NewReader(string(data))); err != nil {
 		return "", s.fail("swap", key, err)
 	}
 	return version(data), nil

@@ -137,15 +137,12 @@ func (s *Store) object(key string) *storage.ObjectHandle {
 }
 
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
-	if err := store.CheckKey(key); err != nil {
-		return s.fail("put", key, err)
-	}
 	// Cancelling the writer's context is what abandons the upload.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := s.object(key).NewWriter(wctx)
 	w.ChunkSize = s.chunkSize
-	if _, err := io.Copy(w, store.ContextReader(ctx, r)); err != nil {
+	if _, err := io.Copy(w, r); err != nil {
 		cancel()
 		w.Close()
 		return s.fail("put", key, err)
@@ -157,9 +154,6 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 }
 
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	if err := store.CheckKey(key); err != nil {
-		return nil, s.fail("get", key, err)
-	}
 	if length == 0 {
 		if _, err := s.object(key).Attrs(ctx); err != nil {
 			return nil, s.fail("get", key, err)
@@ -213,11 +207,6 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) e
 // Delete removes keys with parallel single deletes: the JSON API's batch
 // endpoint is not in the Go client.
 func (s *Store) Delete(ctx context.Context, keys ...string) error {
-	for _, key := range keys {
-		if err := store.CheckKey(key); err != nil {
-			return s.fail("delete", key, err)
-		}
-	}
 	return store.Parallel(ctx, store.DeleteParallelism, keys, func(ctx context.Context, key string) error {
 		if err := s.object(key).Delete(ctx); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
 			return s.fail("delete", key, err)
@@ -227,9 +216,6 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 }
 
 func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
-	if err := store.CheckKey(key); err != nil {
-		return nil, "", s.fail("load", key, err)
-	}
 	r, err := s.object(key).NewReader(ctx)
 	if err != nil {
 		return nil, "", s.fail("load", key, err)
@@ -245,9 +231,6 @@ func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, er
 // Swap writes with a generation precondition: DoesNotExist for a create,
 // GenerationMatch otherwise. The version is the object's generation.
 func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
-	if err := store.CheckKey(key); err != nil {
-		return "", s.fail("swap", key, err)
-	}
 	cond := storage.Conditions{DoesNotExist: true}
 	if old != "" {
 		gen, err := strconv.ParseInt(string(old), 10, 64)

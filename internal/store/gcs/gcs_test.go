@@ -1,12 +1,9 @@
 package gcs_test
 
 import (
-	"context"
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/gcs"
@@ -27,18 +24,6 @@ func TestFakeGCS(t *testing.T) {
 		}
 		return s
 	})
-}
-
-func TestMissingBucket(t *testing.T) {
-	storetest.Server(t, "fake-gcs-server", "STORAGE_EMULATOR_HOST")
-	var err error
-	storetest.FailsFast(t, 10*time.Second, func(ctx context.Context) (s store.Store, _ error) {
-		s, err = store.Open(ctx, "gs://homesnap-no-such-bucket/p")
-		return s, err
-	}, "open gs://homesnap-no-such-bucket/p", `bucket "homesnap-no-such-bucket" does not exist: create it or fix --store`)
-	if !errors.Is(err, store.ErrNotExist) {
-		t.Errorf("error does not wrap ErrNotExist")
-	}
 }
 
 func TestBadOptions(t *testing.T) {

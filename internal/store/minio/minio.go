@@ -1,12 +1,20 @@
-// Package minio stores objects on any S3-compatible server with minio-go:
+// Package minio stores objects with minio-go, the client for users of
+// S3-compatible servers such as MinIO, SeaweedFS or Ceph RGW:
 //
 //	minio://HOST:PORT/BUCKET/PREFIX?secure=false
 //	minio://ACCESS:SECRET@HOST:PORT/BUCKET/PREFIX
 //
-// Static keys come from the URL's user info, AWS_ACCESS_KEY_ID and
-// AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), or MINIO_ACCESS_KEY and
-// MINIO_SECRET_KEY. Options: secure (TLS, default true), ca_file, region,
-// path_style, part_size, upload_concurrency, list_page_size, max_attempts.
+// The server is the URL's host, and buckets are addressed by path unless
+// path_style=false. Static keys come from the URL's user info,
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), or
+// MINIO_ACCESS_KEY and MINIO_SECRET_KEY. Options: secure (TLS, default
+// true), ca_file, region, path_style, part_size, upload_concurrency,
+// list_page_size, max_attempts.
+//
+// The URL scheme chooses the client: minio:// for such servers, s3://
+// (package store/s3) for AWS itself, with its credential chain (IRSA, EKS
+// pod identity, profiles) and SSE-KMS. What the two share lives in
+// store/s3proto.
 package minio
 
 import (
@@ -24,6 +32,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/s3proto"
 )
 
 func init() {
@@ -43,6 +52,7 @@ type Store struct {
 	concurrency uint
 	pageSize    int
 	bufs        sync.Pool // of *[]byte of partSize, reused between Puts
+	objects     *s3proto.Bucket
 }
 
 // Open opens the store named by u.
@@ -102,6 +112,7 @@ func Open(ctx context.Context, u *url.URL) (*Store, error) {
 		return nil, fail(err)
 	}
 	s.client = client
+	s.objects = &s3proto.Bucket{Store: name, Name: bucket, Prefix: prefix, Creds: creds, Client: (*objectClient)(s)}
 	if err := s.probe(ctx); err != nil {
 		return nil, err
 	}
@@ -122,34 +133,26 @@ func staticCreds(u *url.URL) *credentials.Credentials {
 	return nil
 }
 
-// probe lists one key so that a missing bucket or bad credentials fail at
-// open; an identity that may not list passes (restore needs no listing).
+// probe lists one key (see s3proto.Bucket.Probe).
 func (s *Store) probe(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The first result is enough; cancel stops the listing.
 	o, ok := <-s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: string(s.prefix), Recursive: true, MaxKeys: 1})
-	if ok && o.Err != nil && minio.ToErrorResponse(o.Err).Code != "AccessDenied" {
-		return s.fail("open", "", o.Err)
+	if !ok {
+		return nil
 	}
-	return nil
+	return s.objects.Probe(o.Err)
 }
 
 func (s *Store) String() string { return s.name }
 
 func (s *Store) Close() error { return nil }
 
-func (s *Store) fail(op, key string, err error) error {
-	hint, kind := store.S3Cause(minio.ToErrorResponse(err).Code, s.bucket, creds)
-	return store.Fail(op, s.name, key, kind, hint, err)
-}
+func (s *Store) fail(op, key string, err error) error { return s.objects.Fail(op, key, err) }
 
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
-	if err := store.CheckKey(key); err != nil {
-		return s.fail("put", key, err)
-	}
 	name := s.prefix.Key(key)
-	r = store.ContextReader(ctx, r)
 	// An object that fits one part goes up in one request: minio-go would
 	// allocate all its part buffers even for a few bytes.
 	bp := s.bufs.Get().(*[]byte)
@@ -207,27 +210,19 @@ func (s *Store) putStream(ctx context.Context, name string, r io.Reader) (abando
 }
 
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	if err := store.CheckKey(key); err != nil {
-		return nil, s.fail("get", key, err)
-	}
-	body, etag, err := s.open(ctx, key, offset, length, "")
-	if err != nil {
-		return nil, s.fail("get", key, err)
-	}
-	fail := func(err error) error { return s.fail("get", key, err) }
-	return store.Resume(ctx, body, offset, length, func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
-		body, _, err := s.open(ctx, key, offset, length, etag)
-		if err != nil {
-			return nil, fail(err)
-		}
-		return body, nil
-	}, fail), nil
+	return s.objects.Get(ctx, key, offset, length)
 }
 
-// open requests length bytes of key from offset, of version etag if not
-// empty, and returns them with the object's ETag.
-func (s *Store) open(ctx context.Context, key string, offset, length int64, etag string) (io.ReadCloser, string, error) {
-	name := s.prefix.Key(key)
+func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
+	return s.objects.Load(ctx, key)
+}
+
+// objectClient is the Store as s3proto reads objects through it.
+type objectClient Store
+
+func (c *objectClient) Code(err error) string { return minio.ToErrorResponse(err).Code }
+
+func (c *objectClient) GetObject(ctx context.Context, name string, offset, length int64, etag string) (io.ReadCloser, string, error) {
 	var opts minio.GetObjectOptions
 	if etag != "" {
 		opts.SetMatchETag(etag)
@@ -238,26 +233,17 @@ func (s *Store) open(ctx context.Context, key string, offset, length int64, etag
 	case offset > 0:
 		opts.SetRange(offset, 0)
 	}
-	if length != 0 {
-		body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, name, opts)
-		if err == nil {
-			return body, info.ETag, nil
-		}
-		if minio.ToErrorResponse(err).Code != "InvalidRange" {
-			return nil, "", err
-		}
-	}
-	// Nothing to read (length 0, or offset at or past the end): an empty
-	// body, if the object exists.
-	var sopts minio.StatObjectOptions
+	body, info, _, err := minio.Core{Client: c.client}.GetObject(ctx, c.bucket, name, opts)
+	return body, info.ETag, err
+}
+
+func (c *objectClient) HeadObject(ctx context.Context, name, etag string) (string, error) {
+	var opts minio.StatObjectOptions
 	if etag != "" {
-		sopts.SetMatchETag(etag)
+		opts.SetMatchETag(etag)
 	}
-	info, err := s.client.StatObject(ctx, s.bucket, name, sopts)
-	if err != nil {
-		return nil, "", err
-	}
-	return io.NopCloser(strings.NewReader("")), info.ETag, nil
+	info, err := c.client.StatObject(ctx, c.bucket, name, opts)
+	return info.ETag, err
 }
 
 func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) error) error {
@@ -275,11 +261,6 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) e
 }
 
 func (s *Store) Delete(ctx context.Context, keys ...string) error {
-	for _, key := range keys {
-		if err := store.CheckKey(key); err != nil {
-			return s.fail("delete", key, err)
-		}
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	objs := make(chan minio.ObjectInfo)
@@ -302,26 +283,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 	return ctx.Err()
 }
 
-func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
-	if err := store.CheckKey(key); err != nil {
-		return nil, "", s.fail("load", key, err)
-	}
-	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix.Key(key), minio.GetObjectOptions{})
-	if err != nil {
-		return nil, "", s.fail("load", key, err)
-	}
-	defer body.Close()
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return nil, "", s.fail("load", key, err)
-	}
-	return data, store.Version(info.ETag), nil
-}
-
 func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
-	if err := store.CheckKey(key); err != nil {
-		return "", s.fail("swap", key, err)
-	}
 	var opts minio.PutObjectOptions
 	if old == "" {
 		opts.SetMatchETagExcept("*")
@@ -330,11 +292,7 @@ func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Ver
 	}
 	info, err := s.client.PutObject(ctx, s.bucket, s.prefix.Key(key), bytes.NewReader(data), int64(len(data)), opts)
 	if err != nil {
-		if old != "" && minio.ToErrorResponse(err).Code == "NoSuchKey" {
-			// If-Match on an object deleted meanwhile: the swap lost.
-			return "", store.Fail("swap", s.name, key, store.ErrPrecondition, "", err)
-		}
-		return "", s.fail("swap", key, err)
+		return "", s.objects.SwapFail(key, old, err)
 	}
 	return store.Version(info.ETag), nil
 }

@@ -2,11 +2,9 @@ package minio_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/minio"
@@ -37,25 +35,6 @@ func TestVersityGW(t *testing.T) {
 	})
 }
 
-func TestWrongCredentials(t *testing.T) {
-	endpoint := storetest.Server(t, "versitygw", "HOMESNAP_TEST_S3_ENDPOINT")
-	storetest.FailsFast(t, 10*time.Second, func(ctx context.Context) (store.Store, error) {
-		return open(ctx, endpoint, bucket, "p", "", access, "wrong-secret")
-	}, "open minio://", bucket, "secret key does not match", "MINIO_SECRET_KEY")
-}
-
-func TestMissingBucket(t *testing.T) {
-	endpoint := storetest.Server(t, "versitygw", "HOMESNAP_TEST_S3_ENDPOINT")
-	var err error
-	storetest.FailsFast(t, 10*time.Second, func(ctx context.Context) (s store.Store, _ error) {
-		s, err = open(ctx, endpoint, "homesnap-no-such-bucket", "p", "", access, secret)
-		return s, err
-	}, `bucket "homesnap-no-such-bucket" does not exist: create it or fix --store`)
-	if !errors.Is(err, store.ErrNotExist) {
-		t.Errorf("error does not wrap ErrNotExist")
-	}
-}
-
 func TestBadURL(t *testing.T) {
 	for raw, want := range map[string]string{
 		"minio://host:9000":                      "want minio://HOST:PORT/BUCKET",
@@ -70,36 +49,4 @@ func TestBadURL(t *testing.T) {
 			t.Errorf("%s: error %v shows the credentials", raw, err)
 		}
 	}
-}
-
-func TestLostAnswers(t *testing.T) {
-	endpoint := storetest.Server(t, "versitygw", "HOMESNAP_TEST_S3_ENDPOINT")
-	u, _ := url.Parse(endpoint)
-	addr := storetest.Proxy(t, u.Host, storetest.CutAnswers)
-	prefix := storetest.Prefix(t)
-	flaky, err := open(t.Context(), "http://"+addr, bucket, prefix, "&part_size=5MiB", access, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := open(t.Context(), endpoint, bucket, prefix, "", access, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.LostAnswers(t, flaky, direct)
-}
-
-func TestResumedReads(t *testing.T) {
-	endpoint := storetest.Server(t, "versitygw", "HOMESNAP_TEST_S3_ENDPOINT")
-	u, _ := url.Parse(endpoint)
-	addr := storetest.Proxy(t, u.Host, storetest.CutEvery(3<<20))
-	prefix := storetest.Prefix(t)
-	flaky, err := open(t.Context(), "http://"+addr, bucket, prefix, "", access, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := open(t.Context(), endpoint, bucket, prefix, "", access, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.ResumedReads(t, flaky, direct)
 }

@@ -38,12 +38,11 @@ func code(err error) string {
 }
 
 func (s *Store) fail(op, key string, err error) error {
-	hint, kind := store.S3Cause(code(err), s.bucket, creds)
-	return store.Fail(op, s.name, key, kind, hint, shorten(err))
+	return s.objects.Fail(op, key, shorten(err))
 }
 
 // shorten keeps the S3 operation, status, code and message of an API
-// error and drops the SDK's request and host IDs.
+// error and drops the SDK's request and host IDs. (nil stays nil.)
 func shorten(err error) error {
 	var oe *smithy.OperationError
 	var ae smithy.APIError

@@ -1,14 +1,20 @@
-// Package s3 stores objects in Amazon S3 or an S3-compatible server with
-// aws-sdk-go-v2:
+// Package s3 stores objects in Amazon S3 with aws-sdk-go-v2, the client for
+// users on AWS itself:
 //
 //	s3://bucket/prefix?region=eu-west-1
 //	s3://bucket/prefix?endpoint=http://127.0.0.1:7070&path_style=true
 //
 // Credentials come from the SDK's default chain (environment, shared config
-// and profile=, IRSA web identity, EKS pod identity, instance role).
-// Options: region, endpoint, path_style, profile, ca_file, sse (AES256,
-// aws:kms), kms_key_id, storage_class, part_size, upload_concurrency,
-// list_page_size, max_attempts.
+// and profile=, IRSA web identity, EKS pod identity, instance role), and
+// objects can be encrypted with SSE-KMS. Options: region, endpoint,
+// path_style, profile, ca_file, sse (AES256, aws:kms), kms_key_id,
+// storage_class, part_size, upload_concurrency, list_page_size,
+// max_attempts.
+//
+// The URL scheme chooses the client: s3:// for AWS (or an S3-compatible
+// server reached with AWS's credential chain), minio:// (package
+// store/minio) for S3-compatible servers such as MinIO, SeaweedFS or Ceph
+// with static keys. What the two share lives in store/s3proto.
 package s3
 
 import (
@@ -34,6 +40,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/s3proto"
 )
 
 func init() {
@@ -60,6 +67,7 @@ type Store struct {
 	kmsKeyID    *string
 	class       types.StorageClass
 	bufs        sync.Pool // of *[]byte of partSize
+	objects     *s3proto.Bucket
 }
 
 // Open opens the store named by u. optFns are applied after the defaults
@@ -142,22 +150,18 @@ func Open(ctx context.Context, u *url.URL, optFns ...func(*config.LoadOptions) e
 		}
 		o.UsePathStyle = pathStyle
 	})
+	s.objects = &s3proto.Bucket{Store: name, Name: bucket, Prefix: prefix, Creds: creds, Client: (*objectClient)(s)}
 	if err := s.probe(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// probe lists one key so that a missing bucket or bad credentials fail at
-// open with a clear message. A GET is used rather than HeadBucket because a
-// HEAD error has no body to tell the causes apart. An identity that may not
-// list (restore needs no listing) passes.
+// probe lists one key (see s3proto.Bucket.Probe). A GET is used rather
+// than HeadBucket because a HEAD error has no body to tell the causes apart.
 func (s *Store) probe(ctx context.Context) error {
 	_, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(string(s.prefix)), MaxKeys: aws.Int32(1)})
-	if err != nil && code(err) != "AccessDenied" {
-		return s.fail("open", "", err)
-	}
-	return nil
+	return s.objects.Probe(shorten(err))
 }
 
 func (s *Store) String() string { return s.name }
@@ -165,10 +169,6 @@ func (s *Store) String() string { return s.name }
 func (s *Store) Close() error { return nil }
 
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
-	if err := store.CheckKey(key); err != nil {
-		return s.fail("put", key, err)
-	}
-	r = store.ContextReader(ctx, r)
 	// Part buffers are recycled between Puts: most objects are small, and
 	// a fresh partSize buffer for each would be garbage for the GC to chase.
 	bp := s.bufs.Get().(*[]byte)
@@ -307,50 +307,46 @@ func (s *Store) completed(ctx context.Context, name *string, parts []types.Compl
 }
 
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	if err := store.CheckKey(key); err != nil {
-		return nil, s.fail("get", key, err)
-	}
-	body, etag, err := s.open(ctx, key, offset, length, nil)
-	if err != nil {
-		return nil, s.fail("get", key, err)
-	}
-	fail := func(err error) error { return s.fail("get", key, err) }
-	return store.Resume(ctx, body, offset, length, func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
-		body, _, err := s.open(ctx, key, offset, length, etag)
-		if err != nil {
-			return nil, fail(err)
-		}
-		return body, nil
-	}, fail), nil
+	return s.objects.Get(ctx, key, offset, length)
 }
 
-// open requests length bytes of key from offset, of version etag if not
-// nil, and returns them with the object's ETag.
-func (s *Store) open(ctx context.Context, key string, offset, length int64, etag *string) (io.ReadCloser, *string, error) {
-	name := aws.String(s.prefix.Key(key))
-	in := &s3.GetObjectInput{Bucket: &s.bucket, Key: name, IfMatch: etag}
+func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
+	return s.objects.Load(ctx, key)
+}
+
+// objectClient is the Store as s3proto reads objects through it.
+type objectClient Store
+
+func (c *objectClient) Code(err error) string { return code(err) }
+
+func (c *objectClient) GetObject(ctx context.Context, name string, offset, length int64, etag string) (io.ReadCloser, string, error) {
+	in := &s3.GetObjectInput{Bucket: &c.bucket, Key: &name}
+	if etag != "" {
+		in.IfMatch = &etag
+	}
 	switch {
 	case length > 0:
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", offset, offset+length-1))
 	case offset > 0:
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-", offset))
 	}
-	if length != 0 {
-		out, err := s.client.GetObject(ctx, in)
-		if err == nil {
-			return out.Body, out.ETag, nil
-		}
-		if code(err) != "InvalidRange" {
-			return nil, nil, err
-		}
-	}
-	// Nothing to read (length 0, or offset at or past the end): an empty
-	// body, if the object exists.
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: name, IfMatch: etag})
+	out, err := c.client.GetObject(ctx, in)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", shorten(err)
 	}
-	return io.NopCloser(strings.NewReader("")), head.ETag, nil
+	return out.Body, aws.ToString(out.ETag), nil
+}
+
+func (c *objectClient) HeadObject(ctx context.Context, name, etag string) (string, error) {
+	in := &s3.HeadObjectInput{Bucket: &c.bucket, Key: &name}
+	if etag != "" {
+		in.IfMatch = &etag
+	}
+	out, err := c.client.HeadObject(ctx, in)
+	if err != nil {
+		return "", shorten(err)
+	}
+	return aws.ToString(out.ETag), nil
 }
 
 func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) error) error {
@@ -376,9 +372,6 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 	for batch := range slices.Chunk(keys, deleteBatch) {
 		ids := make([]types.ObjectIdentifier, len(batch))
 		for i, key := range batch {
-			if err := store.CheckKey(key); err != nil {
-				return s.fail("delete", key, err)
-			}
 			ids[i] = types.ObjectIdentifier{Key: aws.String(s.prefix.Key(key))}
 		}
 		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
@@ -396,26 +389,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 	return nil
 }
 
-func (s *Store) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
-	if err := store.CheckKey(key); err != nil {
-		return nil, "", s.fail("load", key, err)
-	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.prefix.Key(key))})
-	if err != nil {
-		return nil, "", s.fail("load", key, err)
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, "", s.fail("load", key, err)
-	}
-	return data, store.Version(aws.ToString(out.ETag)), nil
-}
-
 func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
-	if err := store.CheckKey(key); err != nil {
-		return "", s.fail("swap", key, err)
-	}
 	in := s.putInput(key, data)
 	if old == "" {
 		in.IfNoneMatch = aws.String("*")
@@ -424,11 +398,7 @@ func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Ver
 	}
 	out, err := s.client.PutObject(ctx, in)
 	if err != nil {
-		if old != "" && code(err) == "NoSuchKey" {
-			// If-Match on an object deleted meanwhile: the swap lost.
-			return "", store.Fail("swap", s.name, key, store.ErrPrecondition, "", err)
-		}
-		return "", s.fail("swap", key, err)
+		return "", s.objects.SwapFail(key, old, shorten(err))
 	}
 	return store.Version(aws.ToString(out.ETag)), nil
 }

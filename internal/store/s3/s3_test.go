@@ -2,11 +2,9 @@ package s3_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -44,32 +42,6 @@ func TestVersityGW(t *testing.T) {
 
 func TestSeaweedFS(t *testing.T) {
 	conformance(t, "SeaweedFS", "HOMESNAP_TEST_SEAWEED_ENDPOINT", "&part_size=5MiB&list_page_size=100")
-}
-
-func TestWrongCredentials(t *testing.T) {
-	endpoint := storetest.Server(t, "versitygw", "HOMESNAP_TEST_S3_ENDPOINT")
-	t.Run("UnknownKey", func(t *testing.T) {
-		storetest.FailsFast(t, 10*time.Second, func(ctx context.Context) (store.Store, error) {
-			return open(ctx, endpoint, bucket, "p", "", "nosuchkey", secret)
-		}, "open s3://"+bucket+"/p", "access key is not known", "AWS_ACCESS_KEY_ID")
-	})
-	t.Run("WrongSecret", func(t *testing.T) {
-		storetest.FailsFast(t, 10*time.Second, func(ctx context.Context) (store.Store, error) {
-			return open(ctx, endpoint, bucket, "p", "", access, "wrong-secret")
-		}, "open s3://"+bucket+"/p", "secret key does not match", "AWS_SECRET_ACCESS_KEY")
-	})
-}
-
-func TestMissingBucket(t *testing.T) {
-	endpoint := storetest.Server(t, "versitygw", "HOMESNAP_TEST_S3_ENDPOINT")
-	var err error
-	storetest.FailsFast(t, 10*time.Second, func(ctx context.Context) (s store.Store, _ error) {
-		s, err = open(ctx, endpoint, "homesnap-no-such-bucket", "p", "", access, secret)
-		return s, err
-	}, `bucket "homesnap-no-such-bucket" does not exist: create it or fix --store`)
-	if !errors.Is(err, store.ErrNotExist) {
-		t.Errorf("error does not wrap ErrNotExist")
-	}
 }
 
 // Bad options fail before any request, so this needs no server.

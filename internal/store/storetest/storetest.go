@@ -1,6 +1,7 @@
 // Package storetest is the conformance suite every store backend passes,
-// and the rule for finding the test servers the object-storage backends run
-// it against.
+// the faults every backend must survive (run as one table against every
+// backend on its real server by this package's TestFaults), and the rule for
+// finding the test servers.
 package storetest
 
 import (
@@ -24,7 +25,8 @@ import (
 
 // Run runs the conformance suite. newStore returns a store for one subtest;
 // stores may share their backing bucket (every subtest works under its own
-// random key prefix, and deletes its keys when done).
+// random key prefix, and deletes its keys when done). Each is tested as
+// store.Open returns it: wrapped by store.Checked.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	for _, tc := range []struct {
 		name string
@@ -45,7 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"InvalidKeys", testInvalidKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t)
+			s := store.Checked(newStore(t))
 			k := keys("t-" + randomHex(6) + "/")
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/s3"
 	"github.com/homesnap/homesnap/internal/store/storetest"
 )
@@ -45,7 +41,7 @@ func TestCancelledPutAbortsUpload(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if err := s.Put(ctx, "big", &zeros{after: 12 << 20, cancel: cancel}); !errors.Is(err, context.Canceled) {
+	if err := store.Checked(s).Put(ctx, "big", &zeros{after: 12 << 20, cancel: cancel}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Put = %v, want context.Canceled", err)
 	}
 	out, err := s.Client().ListMultipartUploads(t.Context(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(s.Bucket()), Prefix: aws.String(prefix + "/")})
@@ -55,29 +51,6 @@ func TestCancelledPutAbortsUpload(t *testing.T) {
 	if len(out.Uploads) != 0 {
 		t.Fatalf("%d multipart uploads left after a cancelled Put", len(out.Uploads))
 	}
-}
-
-// A retried Complete that was applied (NoSuchUpload on some servers) is
-// recognised by the object's ETag; see TestMultipartETag.
-func TestLostAnswers(t *testing.T) {
-	endpoint := storetest.Server(t, "versitygw", "HOMESNAP_TEST_S3_ENDPOINT")
-	u, _ := url.Parse(endpoint)
-	addr := storetest.Proxy(t, u.Host, storetest.CutAnswers)
-	prefix := storetest.Prefix(t)
-	q := "endpoint=" + url.QueryEscape("http://"+addr) + "&part_size=5MiB"
-	// A new connection per request, so that each one may be cut.
-	noKeepAlive := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.DisableKeepAlives = true })
-	flaky, err := s3.Open(t.Context(), &url.URL{Scheme: "s3", Host: bucket, Path: "/" + prefix, RawQuery: q},
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(access, secret, "")),
-		config.WithHTTPClient(noKeepAlive))
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := open(t.Context(), endpoint, bucket, prefix, "", access, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.LostAnswers(t, flaky, direct)
 }
 
 // The recovery of a retried CompleteMultipartUpload that answers
@@ -114,20 +87,4 @@ func TestMultipartETag(t *testing.T) {
 	if s3.Completed(s, ctx, key, parts[:1]) {
 		t.Errorf("object recognised by the wrong parts")
 	}
-}
-
-func TestResumedReads(t *testing.T) {
-	endpoint := storetest.Server(t, "versitygw", "HOMESNAP_TEST_S3_ENDPOINT")
-	u, _ := url.Parse(endpoint)
-	addr := storetest.Proxy(t, u.Host, storetest.CutEvery(3<<20))
-	prefix := storetest.Prefix(t)
-	flaky, err := open(t.Context(), "http://"+addr, bucket, prefix, "", access, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := open(t.Context(), endpoint, bucket, prefix, "", access, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.ResumedReads(t, flaky, direct)
 }

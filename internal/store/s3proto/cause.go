@@ -1,19 +1,22 @@
-package store
+package s3proto
 
-import "fmt"
+import (
+	"fmt"
 
-// S3Cause explains an S3 error code for the two backends that speak the S3
-// protocol (s3 and minio): kind is the sentinel the code means, if any, and
-// hint says what went wrong and what to do. creds names where the backend
-// takes its credentials from.
-func S3Cause(code, bucket, creds string) (hint string, kind error) {
+	"github.com/homesnap/homesnap/internal/store"
+)
+
+// Cause explains an S3 error code: kind is the sentinel the code means, if
+// any, and hint says what went wrong and what to do. creds names where the
+// backend takes its credentials from.
+func Cause(code, bucket, creds string) (hint string, kind error) {
 	switch code {
 	case "NoSuchKey", "NotFound":
-		return "", ErrNotExist
+		return "", store.ErrNotExist
 	case "NoSuchBucket":
-		return MissingBucket("bucket", bucket), ErrNotExist
+		return store.MissingBucket("bucket", bucket), store.ErrNotExist
 	case "PreconditionFailed", "ConditionalRequestConflict":
-		return "", ErrPrecondition
+		return "", store.ErrPrecondition
 	case "InvalidAccessKeyId", "XAdminUserNotFound": // the latter from versitygw
 		return "the access key is not known to the server: check " + creds, nil
 	case "SignatureDoesNotMatch":

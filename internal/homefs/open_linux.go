@@ -1,0 +1,138 @@
+package homefs
+
+import (
+	"errors"
+	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// searchDir returns the flags that open a directory only to resolve names
+// beneath it.
+func searchDir() int {
+	if noOPath {
+		return portableSearchDir
+	}
+	return unix.O_PATH | unix.O_DIRECTORY
+}
+
+// noOPath makes tests take the path of systems without openat2 and O_PATH
+// (macOS): the walk, and rel's parent's descriptor instead of rel's own.
+var noOPath bool
+
+// noOpenat2 is set once the kernel said it has no openat2.
+var noOpenat2 atomic.Bool
+
+// kernelLacksOpenat2 makes tests see ENOSYS from openat2. (A replaceable
+// function would make every OpenHow escape to the heap: an allocation per
+// file of a snapshot.)
+var kernelLacksOpenat2 bool
+
+// renameNoReplaceUnsupported makes tests take RenameNoReplace's path for
+// filesystems that refuse RENAME_NOREPLACE.
+var renameNoReplaceUnsupported bool
+
+// OpenRaw opens rel beneath d with flags (O_CLOEXEC is added; O_CREAT is
+// not allowed: see WriteFile) and returns the raw descriptor. With
+// O_PATH|O_NOFOLLOW a symlink as the last component is opened itself;
+// otherwise any symlink on the way fails with ELOOP.
+func (d Dir) OpenRaw(rel string, flags int) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	flags |= unix.O_CLOEXEC
+	if noOpenat2.Load() || noOPath {
+		return d.walk(rel, flags)
+	}
+	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	for try := 0; ; try++ {
+		fd, err := -1, error(unix.ENOSYS)
+		if !kernelLacksOpenat2 {
+			fd, err = unix.Openat2(int(d), rel, &how)
+		}
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.ENOSYS):
+			noOpenat2.Store(true)
+			return d.walk(rel, flags)
+		case (errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN)) && try < 16:
+			// EAGAIN: a rename raced the lookup; the kernel asks to retry.
+		default:
+			return -1, err
+		}
+	}
+}
+
+// Lstat returns rel's metadata without following it.
+func (d Dir) Lstat(rel string, st *unix.Stat_t) error {
+	if noOPath {
+		return d.lstatByParent(rel, st)
+	}
+	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fstat(fd, st)
+}
+
+// ChmodFunc is Chmod with the mode chosen by whether rel is a directory,
+// as seen on the inode it changes: a file swapped in for a directory
+// meanwhile cannot be given the directory's mode (its setgid bit, say).
+func (d Dir) ChmodFunc(rel string, mode func(isDir bool) uint32) error {
+	if noOPath {
+		return d.chmodByParent(rel, mode)
+	}
+	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return unix.ELOOP
+	}
+	return fchmodPath(fd, mode(st.Mode&unix.S_IFMT == unix.S_IFDIR))
+}
+
+// fchmodPath changes the mode of an O_PATH descriptor's inode, which
+// fchmod refuses: fchmodat2 (Linux 6.6) or, before it, the descriptor's
+// /proc link, which names that inode and no path.
+func fchmodPath(fd int, mode uint32) error {
+	err := unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
+	}
+	return err
+}
+
+// Chown sets rel's owner; a symlink's own owner when rel is one.
+func (d Dir) Chown(rel string, uid, gid int) error {
+	if noOPath {
+		return d.chownByParent(rel, uid, gid)
+	}
+	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH)
+}
+
+// renameNoReplace renames with RENAME_NOREPLACE, or by a check where the
+// filesystem refuses it.
+func renameNoReplace(fp int, fname string, tp int, tname string) error {
+	err := error(unix.EINVAL)
+	if !renameNoReplaceUnsupported && !noOPath {
+		err = unix.Renameat2(fp, fname, tp, tname, unix.RENAME_NOREPLACE)
+	}
+	if !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	return renameNoReplaceByCheck(fp, fname, tp, tname)
+}
