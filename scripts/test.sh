@@ -23,16 +23,7 @@ export HOMESNAP_TEST_SERVERS=1
 # The release configuration: valid, and a snapshot release builds every
 # archive, checksum and SBOM into dist/ (nothing is published).
 goreleaser check
-if ! darwin=$(GOOS=darwin GOARCH=arm64 go build -o /dev/null ./cmd/restore 2>&1) &&
-  ! grep -vE '^#|undefined: unix\.|too many errors' <<<"$darwin" | grep -q .; then
-  # Until restore builds for macOS (issue 22: the home is opened with
-  # Linux-only calls such as openat2), only the Linux builds are tried.
-  # Any other darwin error fails.
-  echo "test.sh: restore does not build for darwin yet; snapshot build of the linux binaries only" >&2
-  goreleaser build --snapshot --clean --id restore --id snapshot --id prune
-else
-  goreleaser release --snapshot --clean
-fi
+goreleaser release --snapshot --clean
 
 # Last, so that go test closes the output.
 go vet ./...
