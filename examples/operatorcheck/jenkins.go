@@ -11,9 +11,11 @@
 //
 // The types follow api/v1alpha2/jenkins_types.go of
 // github.com/jenkinsci/kubernetes-operator at v0.9.0-beta2 field for field
-// (same JSON names, same Kubernetes types, same omitempty), status left
-// out: a user never writes it. Where this file and that one differ, that
-// one is right.
+// (same JSON names, same Kubernetes types), status left out: a user never
+// writes it. A field is written without omitempty exactly where the
+// operator's CRD (config/crd/bases/jenkins.io_jenkins.yaml) requires it;
+// the operator marks some optional with +optional instead. Where this file
+// and those differ, they are right.
 package operatorcheck
 
 import (
@@ -141,7 +143,7 @@ type Backup struct {
 type Restore struct {
 	ContainerName   string  `json:"containerName"`
 	Action          Handler `json:"action"`
-	GetLatestAction Handler `json:"getLatestAction"`
+	GetLatestAction Handler `json:"getLatestAction,omitempty"`
 	RecoveryOnce    uint64  `json:"recoveryOnce,omitempty"`
 }
 
@@ -166,14 +168,14 @@ type SeedJob struct {
 	RepositoryBranch      string `json:"repositoryBranch,omitempty"`
 	RepositoryURL         string `json:"repositoryUrl,omitempty"`
 	CredentialType        string `json:"credentialType,omitempty"`
-	BitbucketPushTrigger  bool   `json:"bitbucketPushTrigger"`
-	GitHubPushTrigger     bool   `json:"githubPushTrigger"`
-	BuildPeriodically     string `json:"buildPeriodically"`
-	PollSCM               string `json:"pollSCM"`
-	IgnoreMissingFiles    bool   `json:"ignoreMissingFiles"`
-	AdditionalClasspath   string `json:"additionalClasspath"`
-	FailOnMissingPlugin   bool   `json:"failOnMissingPlugin"`
-	UnstableOnDeprecation bool   `json:"unstableOnDeprecation"`
+	BitbucketPushTrigger  bool   `json:"bitbucketPushTrigger,omitempty"`
+	GitHubPushTrigger     bool   `json:"githubPushTrigger,omitempty"`
+	BuildPeriodically     string `json:"buildPeriodically,omitempty"`
+	PollSCM               string `json:"pollSCM,omitempty"`
+	IgnoreMissingFiles    bool   `json:"ignoreMissingFiles,omitempty"`
+	AdditionalClasspath   string `json:"additionalClasspath,omitempty"`
+	FailOnMissingPlugin   bool   `json:"failOnMissingPlugin,omitempty"`
+	UnstableOnDeprecation bool   `json:"unstableOnDeprecation,omitempty"`
 }
 
 // Notification is where the operator reports its own events.
