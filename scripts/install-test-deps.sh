@@ -42,6 +42,10 @@ goinstall versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0 &
 goinstall fake-gcs-server github.com/fsouza/fake-gcs-server@v1.56.1 &
 goinstall staticcheck honnef.co/go/tools/cmd/staticcheck@v0.8.2 &
 goinstall helm helm.sh/helm/v3/cmd/helm@v3.18.6 & # renders examples/helm/values.yaml with the pinned chart
+goinstall promtool github.com/prometheus/prometheus/cmd/promtool@v0.316.0 & # checks and tests examples/monitoring's alerts
+# The release (.goreleaser.yaml): goreleaser, and the SBOM generator it runs.
+goinstall goreleaser github.com/goreleaser/goreleaser/v2@v2.17.0 &
+goinstall cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0 &
 ( goinstall toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 server &&
   goinstall toxiproxy-cli github.com/Shopify/toxiproxy/v2/cmd/cli@v2.5.0 cli ) &
 
