@@ -31,7 +31,7 @@ staticcheck ./... # the import layers are a test: internal/layers_test.go
 # restore is the disaster-recovery command on an operator's laptop too:
 # it must build and vet for macOS (homefs's walk replaces openat2 there).
 for arch in amd64 arm64; do
-	GOOS=darwin GOARCH=$arch go build -o /dev/null ./cmd/restore
+	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go build -trimpath -o /dev/null ./cmd/restore # as .goreleaser.yaml: its compiles are reused
 	GOOS=darwin GOARCH=$arch go vet ./cmd/restore/... ./internal/homefs
 done
 go test -race -count=1 -timeout 30m "$@" ./...
