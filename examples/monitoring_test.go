@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/homesnap/homesnap/internal/engine"
+	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/store"
@@ -237,7 +237,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m := metrics.New()
 	now := time.Now()
 	m.Observe(now, now, nil, lease.ErrLost)
-	m.Observe(now, now, &engine.SnapshotResult{ID: "s"}, nil)
+	m.Observe(now, now, &snapshot.Result{ID: "s"}, nil)
 	m.LeaseHeld(true)
 	m.Repacked(1, 1)
 
