@@ -97,7 +97,7 @@ func TestHomeMarkIsBoundedAndNeverWrittenThroughALink(t *testing.T) {
 	if got, _ := os.ReadFile(outside); string(got) != "root only" {
 		t.Fatalf("the file behind the planted link became %q", got)
 	}
-	if m, err := Read(home); err != nil || m.Snapshot != "s1" {
+	if m, err := Read(home); err != nil || m == nil || m.Snapshot != "s1" {
 		t.Fatalf("mark read back: %+v, %v", m, err)
 	}
 	if m, err := Read(filepath.Join(home, "none")); m != nil || err != nil {
@@ -119,14 +119,14 @@ func TestCarryMovesOnlyTheParentsMark(t *testing.T) {
 	if moved, err := Carry(home, "s0", "s2", at); moved || err != nil {
 		t.Fatalf("a mark naming s1 carried from s0: %v %v", moved, err)
 	}
-	if m, err := Read(home); err != nil || m.Snapshot != "s1" {
+	if m, err := Read(home); err != nil || m == nil || m.Snapshot != "s1" {
 		t.Fatalf("after carrying from another snapshot: %+v %v, want s1's mark", m, err)
 	}
 	if moved, err := Carry(home, "s1", "s2", at); !moved || err != nil {
 		t.Fatalf("carry from s1: %v %v", moved, err)
 	}
 	m, err := Read(home)
-	if err != nil || m.Snapshot != "s2" || !m.Time.Equal(at) || m.Print != walked.Print || m.Selection.Preset != "jenkins" || m.Store != walked.Store {
+	if err != nil || m == nil || m.Snapshot != "s2" || !m.Time.Equal(at) || m.Print != walked.Print || m.Selection.Preset != "jenkins" || m.Store != walked.Store {
 		t.Fatalf("carried mark %+v %v, want s2 at %v with s1's fingerprint and selection", m, err, at)
 	}
 	unmarked := t.TempDir()
