@@ -150,6 +150,21 @@ func parse(data []byte) (*Mark, error) {
 	return &m, nil
 }
 
+// Carry moves the home's mark from snapshot from to snapshot to, taken at
+// at, keeping its fingerprint: to holds from's tree and was taken without
+// walking the home (a consolidation), so the home matches to exactly when
+// it matches from, and the restore that compares it with the head decides
+// as before. A mark naming another snapshot, or none, says nothing about
+// to and is left alone. It reports whether the mark moved.
+func Carry(home, from, to string, at time.Time) (bool, error) {
+	m, err := Read(home)
+	if err != nil || m == nil || m.Snapshot != from {
+		return false, err
+	}
+	m.Snapshot, m.Time = to, at
+	return true, Write(home, m)
+}
+
 // Write replaces the home's mark atomically (temporary file in the
 // home created afresh, fsync, rename).
 func Write(home string, m *Mark) error {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/testhome"
@@ -96,11 +97,44 @@ func TestHomeMarkIsBoundedAndNeverWrittenThroughALink(t *testing.T) {
 	if got, _ := os.ReadFile(outside); string(got) != "root only" {
 		t.Fatalf("the file behind the planted link became %q", got)
 	}
-	if m, err := Read(home); err != nil || m.Snapshot != "s1" {
+	if m, err := Read(home); err != nil || m == nil || m.Snapshot != "s1" {
 		t.Fatalf("mark read back: %+v, %v", m, err)
 	}
 	if m, err := Read(filepath.Join(home, "none")); m != nil || err != nil {
 		t.Fatalf("no home: %+v, %v", m, err)
+	}
+}
+
+// TestCarryMovesOnlyTheParentsMark: a mark naming the snapshot a
+// consolidation rewrote moves to the consolidated one with its fingerprint
+// and selection; a mark naming another snapshot, or none, stays as it is.
+func TestCarryMovesOnlyTheParentsMark(t *testing.T) {
+	home := t.TempDir()
+	walked := &Mark{Store: "file:///s", Snapshot: "s1", Selection: selector.Spec{Preset: "jenkins"},
+		Print: Fingerprint{Entries: 578, MaxCTime: 7, Bytes: 9, Inodes: 11}}
+	if err := Write(home, walked); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC)
+	if moved, err := Carry(home, "s0", "s2", at); moved || err != nil {
+		t.Fatalf("a mark naming s1 carried from s0: %v %v", moved, err)
+	}
+	if m, err := Read(home); err != nil || m == nil || m.Snapshot != "s1" {
+		t.Fatalf("after carrying from another snapshot: %+v %v, want s1's mark", m, err)
+	}
+	if moved, err := Carry(home, "s1", "s2", at); !moved || err != nil {
+		t.Fatalf("carry from s1: %v %v", moved, err)
+	}
+	m, err := Read(home)
+	if err != nil || m == nil || m.Snapshot != "s2" || !m.Time.Equal(at) || m.Print != walked.Print || m.Selection.Preset != "jenkins" || m.Store != walked.Store {
+		t.Fatalf("carried mark %+v %v, want s2 at %v with s1's fingerprint and selection", m, err, at)
+	}
+	unmarked := t.TempDir()
+	if moved, err := Carry(unmarked, "s1", "s2", at); moved || err != nil {
+		t.Fatalf("carry in an unmarked home: %v %v", moved, err)
+	}
+	if m, err := Read(unmarked); m != nil || err != nil {
+		t.Fatalf("an unmarked home got a mark: %+v %v", m, err)
 	}
 }
 

@@ -48,7 +48,8 @@ const (
 )
 
 // Consolidate applies p to the head, taking a consolidating snapshot when
-// it is due (o gives the store, workers and level; o.Home is not read). It
+// it is due (o gives the store, workers and level; o.Home is not walked,
+// only its mark moves to the consolidated snapshot: see snapshot.Rewrite). It
 // returns an Unchanged result when nothing was due.
 func Consolidate(ctx context.Context, o snapshot.Options, p ConsolidatePolicy) (*snapshot.Result, error) {
 	if p.MaxArchives <= 0 {

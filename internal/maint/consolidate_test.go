@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
@@ -110,10 +111,19 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 	if err != nil || len(before.Archives) <= 4 {
 		t.Fatalf("the head points into %d archives (%v): the test needs more than 4", len(before.Archives), err)
 	}
+	walked, err := homemark.Read(home)
+	if err != nil || walked == nil || walked.Snapshot != head.Snapshot {
+		t.Fatalf("the home's mark before consolidation: %+v %v, want the head %s", walked, err, head.Snapshot)
+	}
 	opts := snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}
 	res, err := Consolidate(ctx, opts, ConsolidatePolicy{MaxArchives: 4})
 	if err != nil || res.Unchanged {
 		t.Fatalf("consolidate: %+v %v", res, err)
+	}
+	// The consolidated snapshot holds the walked one's tree: the home's
+	// mark names it, with the walk's fingerprint (not an empty one).
+	if m, err := homemark.Read(home); err != nil || m == nil || m.Snapshot != res.ID || m.Print != walked.Print {
+		t.Errorf("the home's mark after consolidation: %+v %v, want %s with the walk's fingerprint %+v", m, err, res.ID, walked.Print)
 	}
 	if n := len(res.Totals.Archives); n > 4 || n >= len(before.Archives) {
 		t.Errorf("after consolidation the head points into %d archives %v, want at most 4 and fewer than %d", n, res.Totals.Archives, len(before.Archives))

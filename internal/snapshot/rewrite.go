@@ -42,8 +42,9 @@ func (s *snapshotter) copyFromStore(ctx context.Context, fw *archive.FrameWriter
 
 // Rewrite takes a snapshot of the head's own tree in which the files whose
 // bytes lie in archives are copied, from the store, into the snapshot's
-// new archive (a consolidation); o.Home is not walked. It is committed
-// like any snapshot and writes a full manifest.
+// new archive (a consolidation); o.Home is not walked, and its mark, when
+// it names the head, moves to the new snapshot of the same tree. It is
+// committed like any snapshot and writes a full manifest.
 func Rewrite(ctx context.Context, o Options, archives []string) (*Result, error) {
 	r := rewrite{}
 	for _, a := range archives {

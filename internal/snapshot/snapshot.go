@@ -157,12 +157,20 @@ func take(ctx context.Context, o Options, src source) (*Result, error) {
 
 // markHome records in the home that it matched snapshot id when the walk
 // ran: anything changed since has a newer ctime than the walk saw, so a
-// restore can tell that the home is newer than the store. A home the
-// sidecar cannot write to stays unmarked (restore then treats its data as
-// unknown).
+// restore can tell that the home is newer than the store. A source that
+// did not walk the home learned nothing about it: its snapshot holds the
+// parent's tree, so a mark naming the parent moves to id with the
+// fingerprint of the walk that made it. A home the sidecar cannot write
+// to stays unmarked (restore then treats its data as unknown).
 func (s *snapshotter) markHome(id string, at time.Time) {
-	m := &homemark.Mark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print}
-	if err := homemark.Write(s.o.Home, m); err != nil {
+	var err error
+	switch {
+	case !s.src.headTree():
+		err = homemark.Write(s.o.Home, &homemark.Mark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print})
+	case id != s.parentID:
+		_, err = homemark.Carry(s.o.Home, s.parentID, id, at)
+	}
+	if err != nil {
 		s.o.Log.Warn().Err(err).Msg("could not mark the home with its snapshot; a restore into it will have to be forced")
 	}
 }

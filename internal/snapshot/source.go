@@ -18,7 +18,8 @@ type source interface {
 	retires(a string) bool
 	// headTree: the source is the head's own tree. Nothing new enters the
 	// store, so the head is read even when unauthenticated, no
-	// BeforeCommit guard runs, and the manifest is a full one.
+	// BeforeCommit guard runs, and the manifest is a full one. The home is
+	// not walked, so its mark keeps the last walk's fingerprint.
 	headTree() bool
 }
 
