@@ -59,7 +59,8 @@ type Decision struct {
 // stopped reading the fingerprint: the fingerprint only ever chose
 // between two ways of writing nothing. Whether the home is empty (a
 // restore, which does write) is not taken from the mark: the restore
-// judges it with its own selection, so a mark cannot make it write.
+// judges it with its own selection, so a mark naming the head cannot make
+// it write either.
 func Decide(s Situation, force, allowEmpty bool) Decision {
 	switch {
 	case s.StoreEmpty && allowEmpty:

@@ -150,7 +150,8 @@ func survey(ctx context.Context, o HomeOptions, head *repo.Head, target string, 
 		}
 	}
 	// Empty or not is judged by what this restore may change, never by
-	// the mark's selection: a mark cannot make the restore write (Decide).
+	// the mark's selection: a forged selection that matches nothing must
+	// not make a home with data look empty and be restored over (Decide).
 	holds, err := homemark.HoldsSelection(ctx, o.Home, o.Selector)
 	if err != nil {
 		return false, err
