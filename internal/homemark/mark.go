@@ -104,8 +104,8 @@ var errFound = errors.New("a selected path")
 
 // HoldsSelection reports whether home holds any path sel selects itself
 // (not only a directory leading to one). The walk stops at the first: on
-// a Jenkins home that is one listing of the home's root, not a walk of
-// the home.
+// a Jenkins home that is a listing of the home's root (and of the few
+// directories listed ahead meanwhile), not a walk of the home.
 func HoldsSelection(ctx context.Context, home string, sel *selector.Selector) (bool, error) {
 	err := walk(ctx, home, sel, func(e *archive.Entry) error {
 		if e.Implied {
