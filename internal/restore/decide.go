@@ -55,9 +55,10 @@ type Decision struct {
 // write, so anyone there can forge it. Naming the head, a forged mark
 // makes the restore leave the home as it is: a home writer's own data
 // stays, which that writer could have kept by not touching the home at
-// all, and nothing is written. It could do no more before this row
-// stopped reading the fingerprint: the fingerprint only ever chose
-// between two ways of writing nothing. Whether the home is empty (a
+// all, and nothing is written. Reading its fingerprint would not make the
+// row safer: here it can only choose between two ways of writing nothing
+// (unchanged, or newer than the store), which is why no walk is needed,
+// and a forger controls it anyway. Whether the home is empty (a
 // restore, which does write) is not taken from the mark: the restore
 // judges it with its own selection, so a mark naming the head cannot make
 // it write either.
