@@ -39,7 +39,7 @@ var notHome = map[string]string{
 	"cli/crypt.go keySource os.Open":              "an age key file: a mounted Secret",
 	"cli/import.go runImport os.Open":             "--import: a tar file the operator names",
 	"restore/write.go processUmask os.ReadFile":   "/proc/self/status",
-	"homemark/mark.go TakeFingerprint os.Stat":    "the home directory itself, as configured",
+	"homemark/mark.go walk os.Stat":               "the home directory itself, as configured",
 	"homemark/check.go Check os.Stat":             "the home directory itself, as configured",
 	"homemark/check.go Check os.MkdirAll":         "the home directory itself, as configured",
 	"cli/sidecar.go token os.Open":                "--trigger-token-file: a mounted Secret",

@@ -98,8 +98,8 @@ func (c *restoreConfig) validate() error {
 const restoreAbout = `Restores a snapshot of a Jenkins home from a store, before the controller
 starts (init container) or by hand (disaster recovery). It first decides
 from the home, the mark a restore or snapshot left in it, and the store:
-a home already at the head is left alone, a home newer than the store is
-skipped (exit 0), a home behind it gets only what changed, and a home whose
+a home marked with the head is left alone, changed since or not (exit 0,
+without walking it), a home behind it gets only what changed, and a home whose
 data the store does not hold is refused (exit 3) unless --force. Only the
 selected paths (nodes/, secrets/, jobs/, identity files by default) are
 changed; the home is left as it was if anything fails.`
@@ -244,12 +244,11 @@ func warnModes(log zerolog.Logger, r *restore.Result, keep bool) {
 // logOutcome says what the restore decided and did, in one line.
 func logOutcome(log zerolog.Logger, home, storeName string, res *restore.HomeResult) {
 	ev := log.Info().Str("decision", string(res.Decision.Action)).Str("reason", res.Decision.Reason).
-		Str("snapshot", res.Snapshot).Str("home", home).Str("store", storeName)
+		Str("snapshot", res.Snapshot).Str("home", home).Str("store", storeName).Bool("walked", res.Walked)
 	r := res.Restore
 	if r == nil {
 		msg := map[restore.Action]string{
-			restore.ActNothing:   "the home is at this snapshot already; nothing to do",
-			restore.ActSkipNewer: "the home is newer than the store; not restoring (the sidecar will snapshot it)",
+			restore.ActNothing:   "nothing to do: the home is left as it is",
 			restore.ActFirstBoot: "the store has no snapshot yet; nothing restored (first boot)",
 		}[res.Decision.Action]
 		ev.Msg(msg)

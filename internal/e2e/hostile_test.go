@@ -106,7 +106,7 @@ func behindStore(t *testing.T, corpus, home string) string {
 		}
 	}
 	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
-	print, _, err := homemark.TakeFingerprint(ctx, home, sel)
+	print, err := homemark.TakeFingerprint(ctx, home, sel)
 	if err != nil {
 		t.Fatal(err)
 	}

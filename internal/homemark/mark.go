@@ -25,8 +25,9 @@ const Name = scan.ReservedPrefix + "home.json"
 
 // Mark says the home's selection was equal to snapshot Snapshot of
 // store Store when Fingerprint was taken. A restore reads it to tell a
-// home that is up to date, newer than the store, or behind it, in the time
-// of a stat walk.
+// home at the store's head (left alone without a walk) from one behind the
+// head, unchanged since (a delta restore, after one stat walk), or of
+// unknown origin.
 type Mark struct {
 	Store     string        `json:"store"` // for messages; identity comes from the snapshot ID
 	Snapshot  string        `json:"snapshot"`
@@ -89,21 +90,42 @@ func RestoredPrint(home string, entries, bytes int64) (Fingerprint, error) {
 }
 
 // TakeFingerprint stat-walks the selection of home. A missing home has an
-// empty fingerprint. selected counts the paths that are selected
-// themselves (not only leading to selected paths): zero means the home
-// holds none of the selection.
-func TakeFingerprint(ctx context.Context, home string, sel *selector.Selector) (f Fingerprint, selected int64, err error) {
-	if _, err := os.Stat(home); errors.Is(err, fs.ErrNotExist) {
-		return f, 0, nil
-	}
-	err = scan.Walk(ctx, home, sel, nil, func(e *archive.Entry) error {
+// empty fingerprint.
+func TakeFingerprint(ctx context.Context, home string, sel *selector.Selector) (f Fingerprint, err error) {
+	err = walk(ctx, home, sel, func(e *archive.Entry) error {
 		f.Add(e)
-		if !e.Implied {
-			selected++
-		}
 		return nil
 	})
-	return f, selected, err
+	return f, err
+}
+
+// errFound ends HoldsSelection's walk at the first selected path.
+var errFound = errors.New("a selected path")
+
+// HoldsSelection reports whether home holds any path sel selects itself
+// (not only a directory leading to one). The walk stops at the first: on
+// a Jenkins home that is a listing of the home's root (and of the few
+// directories listed ahead meanwhile), not a walk of the home.
+func HoldsSelection(ctx context.Context, home string, sel *selector.Selector) (bool, error) {
+	err := walk(ctx, home, sel, func(e *archive.Entry) error {
+		if e.Implied {
+			return nil
+		}
+		return errFound
+	})
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+// walk is scan.Walk over a home that may not exist yet (it then holds
+// nothing).
+func walk(ctx context.Context, home string, sel *selector.Selector, fn func(*archive.Entry) error) error {
+	if _, err := os.Stat(home); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return scan.Walk(ctx, home, sel, nil, fn)
 }
 
 // maxSize bounds the mark a restore reads: it is a few hundred bytes

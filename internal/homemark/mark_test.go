@@ -27,9 +27,9 @@ func TestFingerprintSeesEveryKindOfChange(t *testing.T) {
 	}
 	take := func() Fingerprint {
 		t.Helper()
-		f, selected, err := TakeFingerprint(context.Background(), home, sel)
-		if err != nil || selected == 0 {
-			t.Fatalf("fingerprint: %v (%d selected)", err, selected)
+		f, err := TakeFingerprint(context.Background(), home, sel)
+		if err != nil || f.Entries == 0 {
+			t.Fatalf("fingerprint: %v (%d entries)", err, f.Entries)
 		}
 		return f
 	}
@@ -65,9 +65,45 @@ func TestFingerprintSeesEveryKindOfChange(t *testing.T) {
 			t.Errorf("%s: Changed = %v", c.name, got)
 		}
 	}
-	empty, selected, err := TakeFingerprint(context.Background(), filepath.Join(t.TempDir(), "none"), sel)
-	if err != nil || selected != 0 || empty.Entries != 0 {
-		t.Errorf("a missing home: %+v %d %v, want empty", empty, selected, err)
+	empty, err := TakeFingerprint(context.Background(), filepath.Join(t.TempDir(), "none"), sel)
+	if err != nil || empty.Entries != 0 {
+		t.Errorf("a missing home: %+v %v, want empty", empty, err)
+	}
+}
+
+// TestHoldsSelection: a home holds the selection once any path is selected
+// itself; directories that only lead to one (or paths outside the
+// selection) do not count, nor does a missing home.
+func TestHoldsSelection(t *testing.T) {
+	sel, err := selector.New(selector.Spec{Preset: "none", Include: []string{"jobs/*/config.xml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	for _, c := range []struct {
+		add  string // a file added to the home, or "" to check it as it is
+		want bool
+	}{
+		{"", false},
+		{"plugins/git.jpi", false},
+		{"jobs/a/builds/1/log", false}, // jobs/ and jobs/a lead to the selection, hold none of it
+		{"jobs/a/config.xml", true},
+	} {
+		if c.add != "" {
+			p := filepath.Join(home, filepath.FromSlash(c.add))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := HoldsSelection(context.Background(), home, sel); err != nil || got != c.want {
+			t.Errorf("after adding %q: %v, %v; want %v", c.add, got, err, c.want)
+		}
+	}
+	if got, err := HoldsSelection(context.Background(), filepath.Join(home, "none"), sel); got || err != nil {
+		t.Errorf("a missing home: %v, %v; want false", got, err)
 	}
 }
 

@@ -15,7 +15,9 @@ type Situation struct {
 	// restore. MarkInHistory: it names another snapshot of the head's
 	// history (the store holds everything the home held then).
 	Marked, MarkIsTarget, MarkInHistory bool
-	LocalChanges                        bool // the home changed since its mark
+	// LocalChanges: the home changed since its mark. Only a stat walk of
+	// the whole home tells, so it is known only where WalkMatters.
+	LocalChanges bool
 	// Chosen: the snapshot was named (--snapshot, --at), not the head by
 	// default; local changes are then never a reason to skip.
 	Chosen bool
@@ -27,8 +29,7 @@ type Action string
 const (
 	ActRestore    Action = "restore"      // full restore: the home has none of the selection
 	ActDelta      Action = "delta"        // fetch only what differs, remove what the snapshot lacks
-	ActNothing    Action = "nothing"      // the home is at the snapshot already
-	ActSkipNewer  Action = "skip-newer"   // the home is newer than the store: the sidecar will snapshot it
+	ActNothing    Action = "nothing"      // the home is left as it is: at the snapshot, or newer than the head
 	ActFirstBoot  Action = "first-boot"   // empty store, --allow-empty: nothing to restore
 	ActNoSnapshot Action = "no-snapshot"  // empty store without --allow-empty
 	ActDiverged   Action = "diverged"     // home and store both changed, or unknown data: refused
@@ -43,6 +44,24 @@ type Decision struct {
 
 // Decide is the restore's decision table (docs/usage.md: "What restore decides").
 // It is pure: every input is in s, force and allowEmpty.
+//
+// A home whose mark names the head, restored by default (a persistent
+// volume's every pod start), is left as it is whether or not it changed
+// since: unchanged it is at the head, changed it is newer than the store
+// and the sidecar snapshots it. So that row does not read LocalChanges,
+// and the restore does not walk the home for it (WalkMatters).
+//
+// The mark lies in the home, which untrusted build code (uid 1000) can
+// write, so anyone there can forge it. Naming the head, a forged mark
+// makes the restore leave the home as it is: a home writer's own data
+// stays, which that writer could have kept by not touching the home at
+// all, and nothing is written. Reading its fingerprint would not make the
+// row safer: here it can only choose between two ways of writing nothing
+// (unchanged, or newer than the store), which is why no walk is needed,
+// and a forger controls it anyway. Whether the home is empty (a
+// restore, which does write) is not taken from the mark: the restore
+// judges it with its own selection, so a mark naming the head cannot make
+// it write either.
 func Decide(s Situation, force, allowEmpty bool) Decision {
 	switch {
 	case s.StoreEmpty && allowEmpty:
@@ -51,10 +70,10 @@ func Decide(s Situation, force, allowEmpty bool) Decision {
 		return Decision{ActNoSnapshot, "the store has no snapshot"}
 	case s.HomeEmpty:
 		return Decision{ActRestore, "the home holds none of the selection"}
+	case s.MarkIsTarget && !s.Chosen:
+		return Decision{ActNothing, "the home's mark names the head; the home is left as it is (not walked): at the head, or newer and the sidecar will snapshot it"}
 	case s.MarkIsTarget && !s.LocalChanges:
 		return Decision{ActNothing, "the home is at this snapshot and has not changed since"}
-	case s.MarkIsTarget && !s.Chosen:
-		return Decision{ActSkipNewer, "the home is at the head and changed since: it is newer than the store"}
 	case s.MarkInHistory && !s.LocalChanges:
 		return Decision{ActDelta, "the home is at another snapshot of this store's history and has not changed since"}
 	}
@@ -71,6 +90,16 @@ func Decide(s Situation, force, allowEmpty bool) Decision {
 		return Decision{ActForced, why + "; forced: restoring, keeping what it replaces or removes"}
 	}
 	return Decision{ActDiverged, why}
+}
+
+// WalkMatters reports whether Decide's answer for s depends on
+// LocalChanges, the one input that costs a stat walk of the whole home
+// (about 25 s at a million files, before Jenkins can start): the restore
+// walks only then.
+func WalkMatters(s Situation, force, allowEmpty bool) bool {
+	unchanged, changed := s, s
+	unchanged.LocalChanges, changed.LocalChanges = false, true
+	return Decide(unchanged, force, allowEmpty) != Decide(changed, force, allowEmpty)
 }
 
 // ErrDiverged is wrapped by the error a refused restore returns.

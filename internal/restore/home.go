@@ -28,6 +28,9 @@ type HomeResult struct {
 	Snapshot string  // the snapshot decided about ("" for an empty store)
 	Restore  *Result // nil unless a restore ran (also a dry run)
 	Marked   bool    // the home's mark now names Snapshot
+	// Walked: deciding took a stat walk of the home, which it does only
+	// where the walk can change the decision (WalkMatters).
+	Walked bool
 }
 
 // RestoreHome decides from the home, its mark and the store what to do
@@ -87,7 +90,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 		}
 	} else {
 		step("comparing the home with its mark")
-		if err := survey(ctx, o, head, target, &sit); err != nil {
+		if res.Walked, err = survey(ctx, o, head, target, &sit); err != nil {
 			return nil, err
 		}
 		res.Decision = Decide(sit, o.Force, o.AllowEmpty)
@@ -131,45 +134,60 @@ func decisionError(o HomeOptions, res *HomeResult) error {
 	return nil
 }
 
-// survey fills in what the home and its mark say.
-func survey(ctx context.Context, o HomeOptions, head *repo.Head, target string, sit *Situation) error {
+// survey fills in what the home and its mark say, and stat-walks the home
+// for its local changes only where they change the decision.
+func survey(ctx context.Context, o HomeOptions, head *repo.Head, target string, sit *Situation) (walked bool, err error) {
 	mark, err := homemark.Read(o.Home)
 	if err != nil {
-		return err
+		return false, err
 	}
-	sel := o.Selector
+	var markSel *selector.Selector
 	if mark != nil {
 		// The fingerprint is only comparable over the selection it was
-		// taken with.
-		if sel, err = selector.New(mark.Selection); err != nil {
-			return fmt.Errorf("home mark %s: %w", homemark.Name, err)
+		// taken with; a mark whose selection is invalid is damaged.
+		if markSel, err = selector.New(mark.Selection); err != nil {
+			return false, fmt.Errorf("home mark %s: %w", homemark.Name, err)
 		}
 	}
-	now, selected, err := homemark.TakeFingerprint(ctx, o.Home, sel)
+	// Empty or not is judged by what this restore may change, never by
+	// the mark's selection: a forged selection that matches nothing must
+	// not make a home with data look empty and be restored over (Decide).
+	holds, err := homemark.HoldsSelection(ctx, o.Home, o.Selector)
 	if err != nil {
-		return err
+		return false, err
 	}
-	sit.HomeEmpty = selected == 0
+	sit.HomeEmpty = !holds
 	if mark == nil || head == nil {
-		return nil
+		return false, nil
 	}
 	sit.Marked = true
-	sit.LocalChanges = mark.Print.Changed(now)
 	sit.MarkIsTarget = mark.Snapshot == target
-	if sit.MarkIsTarget {
-		return nil
-	}
-	// Is the mark's snapshot in the head's history? Then the store holds
-	// everything the (unchanged) home holds, and moving the home to the
-	// target, forwards or back, loses nothing. Records are read from the
-	// head back to the mark's time, no further, and need no LIST.
-	return repo.WalkHistory(ctx, o.Store, head.Snapshot, func(r *repo.Record) bool {
-		if r.ID == mark.Snapshot {
-			sit.MarkInHistory = true
-			return false
+	if !sit.MarkIsTarget {
+		// Is the mark's snapshot in the head's history? Then the store
+		// holds everything the (unchanged) home holds, and moving the home
+		// to the target, forwards or back, loses nothing. Records are read
+		// from the head back to the mark's time, no further, and need no
+		// LIST.
+		err := repo.WalkHistory(ctx, o.Store, head.Snapshot, func(r *repo.Record) bool {
+			if r.ID == mark.Snapshot {
+				sit.MarkInHistory = true
+				return false
+			}
+			return !r.Time.Before(mark.Time)
+		})
+		if err != nil {
+			return false, err
 		}
-		return !r.Time.Before(mark.Time)
-	})
+	}
+	if !WalkMatters(*sit, o.Force, o.AllowEmpty) {
+		return false, nil
+	}
+	now, err := homemark.TakeFingerprint(ctx, o.Home, markSel)
+	if err != nil {
+		return false, err
+	}
+	sit.LocalChanges = mark.Print.Changed(now)
+	return true, nil
 }
 
 // markHome records that the home now matches snapshot id, as restore res

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/homemark"
+	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/snaptest"
 )
 
@@ -36,7 +38,7 @@ func TestRestoredHomeMarkMatchesAWalk(t *testing.T) {
 		if err != nil || mark == nil || mark.Snapshot != id {
 			t.Fatalf("%s: mark %+v, %v", name, mark, err)
 		}
-		walk, _, err := homemark.TakeFingerprint(context.Background(), home, sel)
+		walk, err := homemark.TakeFingerprint(context.Background(), home, sel)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,12 +62,76 @@ func TestRestoredHomeMarkMatchesAWalk(t *testing.T) {
 		if err := os.Chmod(filepath.Join(home, "secrets"), 0o750); err != nil {
 			t.Fatal(err)
 		}
-		after, _, err := homemark.TakeFingerprint(context.Background(), home, sel)
+		after, err := homemark.TakeFingerprint(context.Background(), home, sel)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !mark.Print.Changed(after) {
 			t.Errorf("%s: a chmod after the restore went unseen", name)
 		}
+	}
+}
+
+// TestHeadMarkLeavesTheHomeWithoutAWalk: a home whose mark names the head
+// is left as it is, changed since or not, without a walk; a forged mark
+// naming the head, whatever selection and fingerprint it claims, cannot
+// make the restore write; the walk still runs where it decides (the mark's
+// snapshot chosen by name), and a home holding none of the selection is
+// still restored.
+func TestHeadMarkLeavesTheHomeWithoutAWalk(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	id := snaptest.Snap(t, home, st).ID
+	restore := func(what string, o HomeOptions) *HomeResult {
+		t.Helper()
+		o.Home, o.Store, o.Selector, o.Log = home, st, snaptest.Jenkins(t), zerolog.Nop()
+		res, err := RestoreHome(context.Background(), o)
+		if err != nil && !errors.Is(err, ErrDiverged) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return res
+	}
+	leftAlone := func(what string, o HomeOptions) {
+		t.Helper()
+		before := snaptest.All(t, home)
+		res := restore(what, o)
+		if res.Decision.Action != ActNothing || res.Walked || res.Restore != nil || res.Snapshot != id {
+			t.Errorf("%s: %s of %s (%s), walked %v; want nothing, not walked", what, res.Decision.Action, res.Snapshot, res.Decision.Reason, res.Walked)
+		}
+		snaptest.AssertSame(t, before, snaptest.All(t, home))
+	}
+	leftAlone("unchanged", HomeOptions{})
+	snaptest.Write(t, home, "jobs/after-snapshot/config.xml", "<project/>")
+	leftAlone("changed since", HomeOptions{})
+	leftAlone("changed since, forced", HomeOptions{Options: Options{Force: true}})
+
+	// The walk is still taken where it decides: restoring the mark's
+	// snapshot by name refuses to undo the change.
+	if res := restore("chosen", HomeOptions{Options: Options{Snapshot: id}}); res.Decision.Action != ActDiverged || !res.Walked {
+		t.Errorf("the mark's snapshot chosen by name: %s, walked %v; want diverged after a walk", res.Decision.Action, res.Walked)
+	}
+
+	// Build code forges the mark: the head, a selection that selects
+	// nothing here, a fingerprint of nothing. Judged by the mark's
+	// selection, the home would look empty and be restored over.
+	mark, err := homemark.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark.Selection = selector.Spec{Preset: "none", Include: []string{"nothing-here"}}
+	mark.Print = homemark.Fingerprint{}
+	if err := homemark.Write(home, mark); err != nil {
+		t.Fatal(err)
+	}
+	leftAlone("forged mark", HomeOptions{})
+
+	// The selection removed: a home holding none of it is restored, mark
+	// or not.
+	for _, rel := range []string{"jobs", "nodes", "secrets", "identity.key.enc", "secret.key", "secret.key.not-so-secret"} {
+		if err := os.RemoveAll(filepath.Join(home, rel)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := restore("emptied", HomeOptions{}); res.Decision.Action != ActRestore || res.Walked || !res.Marked {
+		t.Errorf("a marked home emptied of its selection: %s (%s), walked %v, marked %v; want a restore", res.Decision.Action, res.Decision.Reason, res.Walked, res.Marked)
 	}
 }

@@ -285,8 +285,8 @@ func TestRestoreAsInitContainer(t *testing.T) {
 	writeAsJenkins(t, empty, "jobs/after-snapshot/config.xml", "<project/>\n")
 	before := restored(t, empty)
 	r = with(empty).run(t, "restore")
-	if action, _ := decision(r); r.code != 0 || action != "skip-newer" {
-		t.Fatalf("restore into a newer home: exit %d, %q; want skip-newer\n%s", r.code, action, tail(r.stderr))
+	if action, _ := decision(r); r.code != 0 || action != "nothing" {
+		t.Fatalf("restore into a newer home: exit %d, %q; want nothing (left as it is)\n%s", r.code, action, tail(r.stderr))
 	}
 	same(t, "the newer home after the restore", before, restored(t, empty))
 }
