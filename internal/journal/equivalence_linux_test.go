@@ -224,7 +224,9 @@ func (d *driver) past() unix.Timespec {
 
 // watched reports whether the journal watches directory rel: the walk
 // enters it.
-func (d *driver) watched(rel string) bool { return rel == "" || d.sel.Enter(rel) && !strings.HasPrefix(rel, ".homesnap-") }
+func (d *driver) watched(rel string) bool {
+	return rel == "" || d.sel.Enter(rel) && !strings.HasPrefix(rel, ".homesnap-")
+}
 
 // op makes one random change. Errors (a name taken, a directory moved
 // into itself) are part of the game: the change just does not happen.
@@ -396,5 +398,3 @@ func (d *driver) op() {
 		d.logf("remove %s: %v", p, os.Remove(d.abs(p)))
 	}
 }
-
-

@@ -32,6 +32,10 @@ const dirMask = unix.IN_ATTRIB | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_
 // watchers, not to the directories of its other names.
 const fileMask = unix.IN_ATTRIB | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_MOVE_SELF | unix.IN_DELETE_SELF
 
+// watchLimitForTest makes tests see ENOSPC beyond that many watches
+// (fs.inotify.max_user_watches is the machine's, not a test's to change).
+var watchLimitForTest int
+
 // Journal follows one home's selection. Its methods are safe for
 // concurrent use.
 type Journal struct {
@@ -506,6 +510,9 @@ func (j *Journal) add(fd int, rel string) (*node, error) {
 // would not follow the /proc link itself and watch that.)
 func (j *Journal) addWatch(fd int, rel string, mask uint32) (int32, error) {
 	wd, err := unix.InotifyAddWatch(j.ifd, "/proc/self/fd/"+strconv.Itoa(fd), mask)
+	if watchLimitForTest > 0 && len(j.watches) >= watchLimitForTest {
+		wd, err = -1, unix.ENOSPC
+	}
 	switch {
 	case err == nil:
 		return int32(wd), nil

@@ -1,0 +1,250 @@
+//go:build linux
+
+package journal
+
+import (
+	"errors"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+func jenkinsHome(t *testing.T) (string, *selector.Selector) {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), "home")
+	(&driver{t: t, home: home}).initial()
+	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return home, sel
+}
+
+func open(t *testing.T, home string, sel *selector.Selector) *Journal {
+	t.Helper()
+	j, err := Open(home, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// A real overflow of the kernel's queue (the reader held off while more
+// events than fs.inotify.max_queued_events happen) sends the next
+// snapshot to a full walk; the interval after it is trusted again.
+func TestKernelQueueOverflowNeedsAFullWalk(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	base, _ := next(t, j, home, sel, nil)
+	max, err := strconv.Atoi(readSysctl("fs/inotify/max_queued_events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home, "jobs/a/builds/1")
+	j.mu.Lock() // the reader waits: the kernel queues until it overflows
+	for i := range max/2 + 100 {
+		fd, err := unix.Open(filepath.Join(dir, "f"+strconv.Itoa(i)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			j.mu.Unlock()
+			t.Fatal(err)
+		}
+		unix.Close(fd) // IN_CREATE and IN_CLOSE_WRITE
+	}
+	j.mu.Unlock()
+	_, err = j.Take()
+	var fw *FullWalkError
+	if !errors.As(err, &fw) || fw.Reason != ReasonOverflow {
+		t.Fatalf("Take after an overflow: %v, want a full walk for the overflow", err)
+	}
+	base = walkAll(t, home, sel)
+	if err := os.WriteFile(filepath.Join(dir, "f1"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(home, "jobs/a/builds/3"), 0o755)
+	os.WriteFile(filepath.Join(home, "jobs/a/builds/3/log"), []byte("x"), 0o644)
+	got, fw := next(t, j, home, sel, base)
+	if fw != nil {
+		t.Fatalf("the interval after the full walk: %v", fw)
+	}
+	if ds := diff(walkAll(t, home, sel), got, 5); len(ds) > 0 {
+		t.Fatalf("after the overflow, journal + rescan differs from a full walk:\n%s", strings.Join(ds, "\n"))
+	}
+	if n := j.Stats().Fallbacks[ReasonOverflow]; n != 1 {
+		t.Fatalf("overflow fallbacks counted: %d, want 1", n)
+	}
+}
+
+// When the watches do not fit, the journal says which sysctl to raise,
+// gives its watches back, and every later Take asks for a full walk.
+func TestWatchLimitEndsTheJournal(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	watchLimitForTest = 3
+	_, err := Open(home, sel)
+	var fw *FullWalkError
+	if !errors.As(err, &fw) || fw.Reason != ReasonWatchLimit || !strings.Contains(err.Error(), "fs.inotify.max_user_watches") {
+		watchLimitForTest = 0
+		t.Fatalf("Open beyond the watch limit: %v, want a watch_limit error naming fs.inotify.max_user_watches", err)
+	}
+	watchLimitForTest = 0
+	j := open(t, home, sel)
+	n := j.Stats().DirWatches
+	watchLimitForTest = n + 1
+	defer func() { watchLimitForTest = 0 }()
+	next(t, j, home, sel, nil)
+	for _, d := range []string{"jobs/x", "jobs/y", "jobs/z"} {
+		os.Mkdir(filepath.Join(home, d), 0o755)
+	}
+	for range 2 {
+		if _, err := j.Take(); !errors.As(err, &fw) || fw.Reason != ReasonWatchLimit {
+			t.Fatalf("Take past the watch limit: %v, want watch_limit", err)
+		}
+	}
+	st := j.Stats()
+	if st.Fallbacks[ReasonWatchLimit] != 2 || st.DirWatches != 0 {
+		t.Fatalf("stats %+v: want 2 watch_limit fallbacks and no watches left", st)
+	}
+}
+
+// A watch that ends with no delete to explain it is a fallback.
+func TestWatchLostNeedsAFullWalk(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	next(t, j, home, sel, nil)
+	j.mu.Lock()
+	var wd int32 = -1
+	for w, x := range j.watches {
+		if x.dir != nil && x.dir != j.top {
+			wd = w
+			break
+		}
+	}
+	unix.InotifyRmWatch(j.ifd, uint32(wd)) // behind the journal's back
+	j.mu.Unlock()
+	var fw *FullWalkError
+	if _, err := j.Take(); !errors.As(err, &fw) || fw.Reason != ReasonWatchLost {
+		t.Fatalf("Take after a watch ended unexplained: %v, want watch_lost", err)
+	}
+	// The full walk's interval: the watches are placed again.
+	base := walkAll(t, home, sel)
+	os.WriteFile(filepath.Join(home, "jobs/a/builds/1/log"), []byte("more"), 0o644)
+	got, fw := next(t, j, home, sel, base)
+	if fw != nil {
+		t.Fatal(fw)
+	}
+	if ds := diff(walkAll(t, home, sel), got, 5); len(ds) > 0 {
+		t.Fatalf("after a resync:\n%s", strings.Join(ds, "\n"))
+	}
+}
+
+// No watch is ever placed through a symlink: a directory swapped for a
+// link to elsewhere is not followed, at Open or later.
+func TestSymlinksAreNeverWatchedThrough(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(outside, "d/e"), 0o755)
+	if err := os.Symlink(outside, filepath.Join(home, "jobs/evil")); err != nil {
+		t.Fatal(err)
+	}
+	j := open(t, home, sel)
+	base, _ := next(t, j, home, sel, nil)
+	before := j.Stats().DirWatches
+	// Swapped in while running: a directory, then a link in its place.
+	os.RemoveAll(filepath.Join(home, "jobs/b/jobs"))
+	os.Symlink(outside, filepath.Join(home, "jobs/b/jobs"))
+	j.mu.Lock()
+	j.drain(false)
+	j.watchTree(j.top.children["jobs"].children["b"], "jobs", nil) // as if its IN_CREATE came late
+	j.mu.Unlock()
+	os.WriteFile(filepath.Join(outside, "d/e/f"), []byte("x"), 0o644)
+	os.Mkdir(filepath.Join(outside, "d/g"), 0o755)
+	got, fw := next(t, j, home, sel, base)
+	if fw != nil {
+		t.Fatal(fw)
+	}
+	if ds := diff(walkAll(t, home, sel), got, 5); len(ds) > 0 {
+		t.Fatalf("%s", strings.Join(ds, "\n"))
+	}
+	// jobs/b/jobs and jobs/b/jobs/c were unwatched; nothing outside was.
+	if after := j.Stats().DirWatches; after != before-2 {
+		t.Fatalf("watches: %d before, %d after; want 2 fewer", before, after)
+	}
+	ch, err := j.Take()
+	if err != nil || !ch.Empty() {
+		t.Fatalf("changes outside the home were seen: %+v, %v", ch, err)
+	}
+}
+
+// A file with a second name in an excluded workspace, written through
+// that name: no watched directory hears of it, the file's own watch does.
+func TestWriteThroughAnUnwatchedHardLinkIsSeen(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	base, _ := next(t, j, home, sel, nil)
+	if err := os.WriteFile(filepath.Join(home, "jobs/a/workspace/lnk"), []byte("rewritten"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := j.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Inodes) != 1 {
+		t.Fatalf("changes %+v: want the linked file's inode", ch)
+	}
+	got := rescanAll(t, home, sel, base, ch)
+	if ds := diff(walkAll(t, home, sel), got, 5); len(ds) > 0 {
+		t.Fatalf("%s", strings.Join(ds, "\n"))
+	}
+}
+
+// The journal under a writer that never stops (run with -race): Take,
+// Rescan and Stats race the reader, and once the writer stops, journal +
+// rescan equals a full walk.
+func TestJournalWithAConcurrentWriter(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	base, _ := next(t, j, home, sel, nil)
+	var stop atomic.Bool
+	var ops atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d := &driver{t: t, r: rand.New(rand.NewSource(7)), home: home, sel: sel} // op never calls t
+		for !stop.Load() {
+			d.op()
+			d.log = d.log[:0]
+			ops.Add(1)
+		}
+	}()
+	fallbacks := 0
+	for i := 0; i < 40 || ops.Load() < 1000; i++ {
+		got, fw := next(t, j, home, sel, base)
+		if fw != nil {
+			fallbacks++
+		}
+		base = got
+		j.Stats()
+	}
+	stop.Store(true)
+	wg.Wait()
+	got, fw := next(t, j, home, sel, base)
+	if fw != nil {
+		t.Fatalf("after the writer stopped: %v", fw)
+	}
+	if ds := diff(walkAll(t, home, sel), got, 10); len(ds) > 0 {
+		t.Fatalf("after a concurrent writer, journal + rescan differs from a full walk:\n%s", strings.Join(ds, "\n"))
+	}
+	if fallbacks > 0 {
+		t.Fatalf("%d intervals fell back to a full walk with nothing lost", fallbacks)
+	}
+}
