@@ -42,82 +42,73 @@ func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.
 	}
 	items := (&Changes{Paths: paths}).sorted()
 
-	r := &rescan{root: root, sel: sel, out: emitter{root: root, sel: sel, fn: fn}}
-	next, stop := iter.Pull2(base)
-	defer stop()
-	var pe *archive.Entry
-	advance := func() error {
-		e, err, ok := next()
-		if !ok {
-			pe = nil
-			return nil
-		}
-		if err == nil && pe != nil && archive.ComparePaths(pe.Path, e.Path) >= 0 {
-			err = fmt.Errorf("the base of the rescan is out of order at %s", e.Path)
-		}
-		pe = e
-		return err
+	r := &rescan{ctx: ctx, home: home, root: root, sel: sel, skipped: skipped, paths: paths, tree: "\x00",
+		out: emitter{root: root, sel: sel, fn: fn}}
+	put := r.out.put
+	if len(items) == 0 {
+		put = fn // the base is a walk's result already
 	}
-	if err := advance(); err != nil {
-		return err
-	}
-	tree := "\x00" // the last path re-walked whole
-	for _, d := range items {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if below(d, tree) {
-			continue
-		}
-		for pe != nil && archive.ComparePaths(pe.Path, d) < 0 {
-			if err := r.out.put(pe); err != nil {
-				return err
-			}
-			if err := advance(); err != nil {
-				return err
-			}
-		}
-		var old *archive.Entry
-		if pe != nil && pe.Path == d {
-			old = pe
-			if err := advance(); err != nil {
-				return err
-			}
-		}
-		ne, err := r.stat(d)
+	var last string
+	for pe, err := range base {
 		if err != nil {
 			return err
 		}
-		// A directory that appeared, went, or is another one now: what was
-		// below it is not what is below it.
-		whole := paths[d] || (isDir(old) || isDir(ne)) && !(isDir(old) && isDir(ne) && old.Inode == ne.Inode)
-		if whole {
-			tree = d
-			for pe != nil && below(pe.Path, d) {
-				if err := advance(); err != nil {
-					return err
-				}
+		if last != "" && archive.ComparePaths(last, pe.Path) >= 0 {
+			return fmt.Errorf("the base of the rescan is out of order at %s", pe.Path)
+		}
+		last = pe.Path
+		replaced := false
+		for len(items) > 0 && archive.ComparePaths(items[0], pe.Path) <= 0 {
+			var old *archive.Entry
+			if items[0] == pe.Path {
+				old, replaced = pe, true
 			}
-		}
-		if ne == nil {
-			continue
-		}
-		if err := r.out.put(ne); err != nil {
-			return err
-		}
-		if whole && isDir(ne) {
-			if err := scan.WalkBelow(ctx, home, d, !ne.Implied, sel, skipped, r.out.put); err != nil {
+			if err := r.redo(items[0], old); err != nil {
 				return err
 			}
+			items = items[1:]
+		}
+		if replaced || below(pe.Path, r.tree) {
+			continue
+		}
+		if err := put(pe); err != nil {
+			return err
 		}
 	}
-	for pe != nil {
-		if err := r.out.put(pe); err != nil {
+	for _, d := range items {
+		if err := r.redo(d, nil); err != nil {
 			return err
 		}
-		if err := advance(); err != nil {
-			return err
-		}
+	}
+	return nil
+}
+
+// redo reports the changed path rel afresh (old is what the base has for
+// it), and everything below it when it is a directory that appeared, went
+// or is another one now.
+func (r *rescan) redo(rel string, old *archive.Entry) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if below(rel, r.tree) {
+		return nil
+	}
+	ne, err := r.stat(rel)
+	if err != nil {
+		return err
+	}
+	whole := r.paths[rel] || (isDir(old) || isDir(ne)) && !(isDir(old) && isDir(ne) && old.Inode == ne.Inode)
+	if whole {
+		r.tree = rel // what the base has below it is left out
+	}
+	if ne == nil {
+		return nil
+	}
+	if err := r.out.put(ne); err != nil {
+		return err
+	}
+	if whole && isDir(ne) {
+		return scan.WalkBelow(r.ctx, r.home, rel, !ne.Implied, r.sel, r.skipped, r.out.put)
 	}
 	return nil
 }
@@ -134,9 +125,14 @@ func Entries(es []*archive.Entry) iter.Seq2[*archive.Entry, error] {
 }
 
 type rescan struct {
-	root homefs.Dir
-	sel  *selector.Selector
-	out  emitter
+	ctx     context.Context
+	home    string
+	root    homefs.Dir
+	sel     *selector.Selector
+	skipped scan.Skipped
+	paths   map[string]bool // the changed paths, and whether their trees changed
+	tree    string          // the last path whose tree is walked afresh
+	out     emitter
 }
 
 // stat returns rel's entry as the walk would report it now, or nil when
