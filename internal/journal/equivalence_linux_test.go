@@ -97,6 +97,9 @@ func runEquivalence(t *testing.T, spec selector.Spec, seed int64, steps int, ove
 				seed, step, strings.Join(ds, "\n  "), strings.Join(d.log, "\n  "), seed)
 		}
 		base = got
+		if w, n := j.Stats().DirWatches, d.entered(); w != n {
+			t.Fatalf("seed %d step %d: %d directories watched, but the walk enters %d\nops of this step:\n  %s", seed, step, w, n, strings.Join(d.log, "\n  "))
+		}
 	}
 	st := j.Stats()
 	if st.DirWatches == 0 || st.Events == 0 {
@@ -220,6 +223,18 @@ func (d *driver) logf(format string, args ...any) {
 
 func (d *driver) past() unix.Timespec {
 	return unix.NsecToTimespec(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() + d.r.Int63n(1e18))
+}
+
+// entered counts the directories the walk enters, the home included.
+func (d *driver) entered() int {
+	dirs, _, _ := d.tree()
+	n := 0
+	for _, dir := range dirs {
+		if d.watched(dir) {
+			n++
+		}
+	}
+	return n
 }
 
 // watched reports whether the journal watches directory rel: the walk

@@ -45,7 +45,7 @@ func open(t *testing.T, home string, sel *selector.Selector) *Journal {
 func TestKernelQueueOverflowNeedsAFullWalk(t *testing.T) {
 	home, sel := jenkinsHome(t)
 	j := open(t, home, sel)
-	base, _ := next(t, j, home, sel, nil)
+	next(t, j, home, sel, nil)
 	max, err := strconv.Atoi(readSysctl("fs/inotify/max_queued_events"))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestKernelQueueOverflowNeedsAFullWalk(t *testing.T) {
 	if !errors.As(err, &fw) || fw.Reason != ReasonOverflow {
 		t.Fatalf("Take after an overflow: %v, want a full walk for the overflow", err)
 	}
-	base = walkAll(t, home, sel)
+	base := walkAll(t, home, sel)
 	if err := os.WriteFile(filepath.Join(dir, "f1"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,126 @@
+//go:build linux
+
+package journal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/gen"
+	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// BenchmarkJournalNothingChanged compares, on a generated home shaped
+// like the million-file preset (freestyle jobs keeping many small builds;
+// HOMESNAP_JOURNAL_BENCH_JOBS jobs, 15 by default: ~50k files), what a
+// snapshot with nothing to store costs to learn that: a full walk against
+// Take + Rescan with the journal. "open" is the journal's start (every
+// directory watched, every file statted once).
+func BenchmarkJournalNothingChanged(b *testing.B) {
+	p, err := gen.LookupPreset("million")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Name, p.Freestyle = "journal-bench", 15
+	if v, err := strconv.Atoi(os.Getenv("HOMESNAP_JOURNAL_BENCH_JOBS")); err == nil {
+		p.Freestyle = v
+	}
+	home := filepath.Join(b.TempDir(), "home")
+	hs, err := gen.Generate(home, gen.Options{Custom: &p, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := walkAll(b, home, sel)
+	dirs := 0
+	for _, e := range base {
+		if e.Type == archive.TypeDir {
+			dirs++
+		}
+	}
+	b.Logf("home: %s; selection: %d paths, %d directories", hs, len(base), dirs)
+
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			n := 0
+			if err := scan.Walk(context.Background(), home, sel, nil, func(*archive.Entry) error { n++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+			if n != len(base) {
+				b.Fatalf("walk: %d paths, want %d", n, len(base))
+			}
+		}
+		b.ReportMetric(float64(len(base)), "paths")
+	})
+	b.Run("journal", func(b *testing.B) {
+		j, err := Open(home, sel)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer j.Close()
+		if _, err := j.Take(); err == nil {
+			b.Fatal("the first Take must ask for a full walk")
+		}
+		for b.Loop() {
+			ch, err := j.Take()
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			if err := Rescan(context.Background(), home, sel, Entries(base), ch, nil, func(*archive.Entry) error { n++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+			if n != len(base) {
+				b.Fatalf("rescan: %d paths, want %d", n, len(base))
+			}
+		}
+		st := j.Stats()
+		b.ReportMetric(float64(st.DirWatches+st.FileWatches), "watches")
+		if cost := watchCost(); cost > 0 {
+			b.ReportMetric(float64(cost*(st.DirWatches+st.FileWatches))/(1<<20), "kernel-MiB")
+			b.Logf("kernel memory per watch: %d bytes (INOTIFY_WATCH_COST, from fs.inotify.max_user_watches and MemTotal); %d watches for %d selected files: %.0f per million files",
+				cost, st.DirWatches+st.FileWatches, len(base)-dirs, float64(st.DirWatches+st.FileWatches)/float64(len(base)-dirs)*1e6)
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			j, err := Open(home, sel)
+			if err != nil {
+				b.Fatal(err)
+			}
+			j.Close()
+		}
+	})
+}
+
+// watchCost is the kernel's own estimate of a watch's memory
+// (INOTIFY_WATCH_COST: the mark plus two inodes it pins), recovered from
+// the default fs.inotify.max_user_watches, which the kernel sets to 1% of
+// memory divided by that cost when not clamped to [8192, 1048576]. 0 when
+// the sysctl looks changed or clamped.
+func watchCost() int {
+	max, err := strconv.Atoi(readSysctl("fs/inotify/max_user_watches"))
+	if err != nil || max <= 8192 || max >= 1048576 {
+		return 0
+	}
+	mem, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(mem), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "MemTotal:" {
+			kb, _ := strconv.Atoi(f[1])
+			return kb * 1024 / 100 / max
+		}
+	}
+	return 0
+}
