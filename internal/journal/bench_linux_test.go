@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,10 +63,15 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 		b.ReportMetric(float64(len(base)), "paths")
 	})
 	b.Run("journal", func(b *testing.B) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
 		j, err := Open(home, sel)
 		if err != nil {
 			b.Fatal(err)
 		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
 		defer j.Close()
 		if _, err := j.Take(); err == nil {
 			b.Fatal("the first Take must ask for a full walk")
@@ -85,6 +91,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 		}
 		st := j.Stats()
 		b.ReportMetric(float64(st.DirWatches+st.FileWatches), "watches")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(st.DirWatches+st.FileWatches), "heap-B/watch")
 		if cost := watchCost(); cost > 0 {
 			b.ReportMetric(float64(cost*(st.DirWatches+st.FileWatches))/(1<<20), "kernel-MiB")
 			b.Logf("kernel memory per watch: %d bytes (INOTIFY_WATCH_COST, from fs.inotify.max_user_watches and MemTotal); %d watches for %d selected files: %.0f per million files",

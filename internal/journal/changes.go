@@ -11,6 +11,15 @@
 // change completed between the previous Take and this one. After a Take
 // that asks for a full walk, the walk must start after that Take returned;
 // what it reports is then the base the next Take's changes apply to.
+//
+// What inotify cannot tell, so only a full walk sees (the scheduled
+// verification walk is there for these): a selected file with a single
+// name given a second one in a directory that is not watched (its link
+// count and ctime change, and only watchers of the file itself hear of
+// it; files that already have several names are watched themselves);
+// writes through a shared mmap (no event; the mtime moves at writeback);
+// changes made by another machine, which is why Open refuses a home on a
+// network file system.
 package journal
 
 import (
@@ -41,9 +50,7 @@ func newChanges() *Changes {
 func (c *Changes) Empty() bool { return len(c.Paths) == 0 && len(c.Inodes) == 0 }
 
 func (c *Changes) path(rel string, tree bool) {
-	if tree || !c.Paths[rel] {
-		c.Paths[rel] = tree || c.Paths[rel]
-	}
+	c.Paths[rel] = c.Paths[rel] || tree
 }
 
 // sorted returns the paths in walk order, leaving out those below a path

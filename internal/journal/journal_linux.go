@@ -63,7 +63,7 @@ type node struct {
 	wd       int32
 	name     string
 	parent   *node // nil for the home, and once detached
-	children map[string]*node
+	children map[string]*node // nil until it has one
 }
 
 type watch struct {
@@ -81,6 +81,11 @@ func Open(home string, sel *selector.Selector) (*Journal, error) {
 	root, err := homefs.Open(home)
 	if err != nil {
 		return nil, fmt.Errorf("change journal: %w", err)
+	}
+	if fs := remoteFS(int(root)); fs != "" {
+		root.Close()
+		return nil, &FullWalkError{Reason: ReasonUnsupported, Detail: fmt.Sprintf(
+			"%s is on a network file system (%s): inotify does not report changes made by other machines", home, fs)}
 	}
 	ifd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
@@ -422,6 +427,9 @@ func (j *Journal) watchTree(parent *node, name string, old *node) {
 		return
 	}
 	n.name, n.parent = name, parent
+	if parent.children == nil {
+		parent.children = map[string]*node{}
+	}
 	parent.children[name] = n
 	j.watchBelow(fd, n, rel, old)
 }
@@ -499,7 +507,7 @@ func (j *Journal) add(fd int, rel string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &node{wd: wd, children: map[string]*node{}}
+	n := &node{wd: wd} // most directories are leaves: children is made with the first
 	j.watches[wd] = &watch{dir: n}
 	return n, nil
 }
@@ -633,6 +641,27 @@ func join(dir, name string) string {
 		return name
 	}
 	return dir + "/" + name
+}
+
+// remoteFS names the network file system fd is on, or returns "".
+func remoteFS(fd int) string {
+	var fs unix.Statfs_t
+	if unix.Fstatfs(fd, &fs) != nil {
+		return ""
+	}
+	switch uint32(fs.Type) {
+	case unix.NFS_SUPER_MAGIC:
+		return "nfs"
+	case unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC, unix.CIFS_SUPER_MAGIC:
+		return "smb"
+	case unix.FUSE_SUPER_MAGIC:
+		return "fuse"
+	case unix.CEPH_SUPER_MAGIC:
+		return "ceph"
+	case unix.AFS_SUPER_MAGIC, unix.AFS_FS_MAGIC:
+		return "afs"
+	}
+	return ""
 }
 
 func readSysctl(name string) string {
