@@ -23,8 +23,14 @@ var (
 	stepsFlag = flag.Int("journal.steps", 150, "steps of the equivalence test per seed")
 )
 
-// regressionSeeds failed once; they run every time.
-var regressionSeeds = []int64{}
+// regressionSeeds failed once; they run every time. (A hard link made
+// under a name the walk leaves out; an implied directory above one that
+// changed; a renamed file whose other name kept the old ctime; a
+// directory deleted while it was being listed for its watch.)
+var regressionSeeds = []int64{
+	1796491178432441351, 1796491178432441352, 1796491178432441353,
+	1796491802688050201, 1796491802688050202, 1796491815283136852,
+}
 
 // selections the equivalence test runs with: the jenkins preset (whole
 // trees, excluded workspaces and temp files), and one made of implied

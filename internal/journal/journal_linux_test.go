@@ -248,3 +248,27 @@ func TestJournalWithAConcurrentWriter(t *testing.T) {
 		t.Fatalf("%d intervals fell back to a full walk with nothing lost", fallbacks)
 	}
 }
+
+// An event the journal cannot place (a mask it never asked for, a watch
+// it does not know) is a fallback, never ignored.
+func TestUninterpretableEventsNeedAFullWalk(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	next(t, j, home, sel, nil)
+	for _, ev := range []struct {
+		wd   int32
+		mask uint32
+	}{{-2, unix.IN_ACCESS}, {1 << 30, unix.IN_MODIFY}} {
+		j.mu.Lock()
+		wd := ev.wd
+		if wd == -2 {
+			wd = j.top.wd
+		}
+		j.handle(wd, ev.mask, 0, "config.xml")
+		j.mu.Unlock()
+		var fw *FullWalkError
+		if _, err := j.Take(); !errors.As(err, &fw) || fw.Reason != ReasonUnknown {
+			t.Fatalf("Take after event %#x on watch %d: %v, want a full walk for an unknown event", ev.mask, wd, err)
+		}
+	}
+}
