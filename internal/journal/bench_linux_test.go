@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
@@ -97,6 +98,53 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 			b.Logf("kernel memory per watch: %d bytes (INOTIFY_WATCH_COST, from fs.inotify.max_user_watches and MemTotal); %d watches for %d selected files: %.0f per million files",
 				cost, st.DirWatches+st.FileWatches, len(base)-dirs, float64(st.DirWatches+st.FileWatches)/float64(len(base)-dirs)*1e6)
 		}
+	})
+	// 1% churn by the generator before each snapshot (not timed), then
+	// what the snapshot pays to see it. This changes the home: it runs last.
+	round := int64(0)
+	churn := func(b *testing.B) {
+		b.StopTimer()
+		round++
+		if _, err := gen.Churn(home, gen.ChurnOptions{Fraction: 0.01, Seed: round}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	defer b.Run("churn-1pct/walk", func(b *testing.B) {
+		for range b.N {
+			churn(b)
+			walkAll(b, home, sel)
+		}
+	})
+	defer b.Run("churn-1pct/journal", func(b *testing.B) {
+		j, err := Open(home, sel)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer j.Close()
+		j.Take()
+		cur := walkAll(b, home, sel)
+		var take time.Duration
+		for range b.N {
+			churn(b)
+			t0 := time.Now()
+			ch, err := j.Take()
+			if err != nil {
+				b.Fatal(err)
+			}
+			take += time.Since(t0)
+			var got []*archive.Entry
+			if err := Rescan(context.Background(), home, sel, Entries(cur), ch, nil, func(e *archive.Entry) error { got = append(got, e); return nil }); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if ds := diff(walkAll(b, home, sel), got, 5); len(ds) > 0 {
+				b.Fatalf("after churn, journal + rescan differs from a full walk:\n%s", strings.Join(ds, "\n"))
+			}
+			cur = got
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(take.Nanoseconds())/float64(b.N), "take-ns/op")
 	})
 	b.Run("open", func(b *testing.B) {
 		for b.Loop() {

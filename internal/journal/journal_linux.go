@@ -62,7 +62,7 @@ type Journal struct {
 type node struct {
 	wd       int32
 	name     string
-	parent   *node // nil for the home, and once detached
+	parent   *node            // nil for the home, and once detached
 	children map[string]*node // nil until it has one
 }
 
@@ -459,6 +459,9 @@ func (j *Journal) watchBelow(fd int, n *node, rel string, old *node) {
 			}
 			j.watchTree(n, name, o)
 		case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 && j.keep(crel):
+			// In a directory new to the journal this name may have been
+			// linked before the watch: its other names' ctime moved.
+			j.changes.Inodes[st.Ino] = true
 			j.watchFile(fd, name, crel, st.Ino)
 		}
 		if j.dead {

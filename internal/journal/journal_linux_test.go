@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/selector"
 )
 
@@ -270,5 +271,32 @@ func TestUninterpretableEventsNeedAFullWalk(t *testing.T) {
 		if _, err := j.Take(); !errors.As(err, &fw) || fw.Reason != ReasonUnknown {
 			t.Fatalf("Take after event %#x on watch %d: %v, want a full walk for an unknown event", ev.mask, wd, err)
 		}
+	}
+}
+
+// The generator's churn (appended logs, builds added and deleted, configs
+// rewritten, chmods, files turned into symlinks, directory times set
+// back): after each round journal + rescan equals a full walk.
+func TestJournalFollowsTheGeneratorsChurn(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	if _, err := gen.Generate(home, gen.Options{Preset: "tiny", Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
+	j := open(t, home, sel)
+	base, _ := next(t, j, home, sel, nil)
+	for round := range int64(6) {
+		cs, err := gen.Churn(home, gen.ChurnOptions{Fraction: 0.05, Seed: round + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, fw := next(t, j, home, sel, base)
+		if fw != nil {
+			t.Fatalf("round %d: %v", round, fw)
+		}
+		if ds := diff(walkAll(t, home, sel), got, 10); len(ds) > 0 {
+			t.Fatalf("round %d (%s): journal + rescan differs from a full walk:\n%s", round, cs, strings.Join(ds, "\n"))
+		}
+		base = got
 	}
 }

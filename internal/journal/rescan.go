@@ -44,6 +44,11 @@ func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.
 
 	r := &rescan{ctx: ctx, home: home, root: root, sel: sel, skipped: skipped, paths: paths, tree: "\x00",
 		out: emitter{root: root, sel: sel, fn: fn}}
+	defer func() {
+		if r.trees != nil {
+			r.trees.Close()
+		}
+	}()
 	put := r.out.put
 	if len(items) == 0 {
 		put = fn // the base is a walk's result already
@@ -108,7 +113,12 @@ func (r *rescan) redo(rel string, old *archive.Entry) error {
 		return err
 	}
 	if whole && isDir(ne) {
-		return scan.WalkBelow(r.ctx, r.home, rel, !ne.Implied, r.sel, r.skipped, r.out.put)
+		if r.trees == nil {
+			if r.trees, err = scan.OpenSubtrees(r.ctx, r.home, r.sel, r.skipped); err != nil {
+				return err
+			}
+		}
+		return r.trees.Below(rel, !ne.Implied, r.out.put)
 	}
 	return nil
 }
@@ -130,6 +140,7 @@ type rescan struct {
 	root    homefs.Dir
 	sel     *selector.Selector
 	skipped scan.Skipped
+	trees   *scan.Subtrees  // opened for the first tree walked afresh
 	paths   map[string]bool // the changed paths, and whether their trees changed
 	tree    string          // the last path whose tree is walked afresh
 	out     emitter

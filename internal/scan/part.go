@@ -17,39 +17,45 @@ import (
 // The hooks below let a change journal re-walk only part of a home and
 // still report exactly what Walk would.
 
-// WalkBelow calls fn for what Walk would report below the directory rel
-// (not rel itself), in the same order. selected says whether rel itself is
-// selected. A directory rel that is gone, or is no longer a directory, has
-// nothing below it.
-func WalkBelow(ctx context.Context, home, rel string, selected bool, sel *selector.Selector, skipped Skipped, fn func(*archive.Entry) error) error {
-	if rel == "" {
-		return errors.New("scan: WalkBelow needs a directory below the home; use Walk for the whole home")
-	}
+// Subtrees walks parts of a home, as Walk would walk them, with one open
+// home and one set of prefetching workers for all of them.
+type Subtrees struct {
+	w    *walker
+	root homefs.Dir
+	wg   sync.WaitGroup
+}
+
+// OpenSubtrees prepares walks below directories of home; Close ends them.
+func OpenSubtrees(ctx context.Context, home string, sel *selector.Selector, skipped Skipped) (*Subtrees, error) {
 	if skipped == nil {
 		skipped = func(string, string) {}
 	}
 	root, err := homefs.Open(home)
 	if err != nil {
-		return fmt.Errorf("open home %s: %w", home, errors.Unwrap(err))
+		return nil, fmt.Errorf("open home %s: %w", home, errors.Unwrap(err))
 	}
-	defer root.Close()
-	w := &walker{ctx: ctx, home: home, root: root.Fd(), sel: sel, skipped: skipped, fn: fn}
-	w.cond = sync.NewCond(&w.mu)
-	var wg sync.WaitGroup
+	s := &Subtrees{root: root, w: &walker{ctx: ctx, home: home, root: root.Fd(), sel: sel, skipped: skipped}}
+	s.w.cond = sync.NewCond(&s.w.mu)
 	for range prefetchWorkers {
-		wg.Add(1)
+		s.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			w.prefetch()
+			defer s.wg.Done()
+			s.w.prefetch()
 		}()
 	}
-	defer func() {
-		w.mu.Lock()
-		w.stop = true
-		w.cond.Broadcast()
-		w.mu.Unlock()
-		wg.Wait()
-	}()
+	return s, nil
+}
+
+// Below calls fn for what Walk would report below the directory rel (not
+// rel itself), in the same order; selected says whether rel itself is
+// selected. A rel that is gone, or no longer a directory, has nothing
+// below it.
+func (s *Subtrees) Below(rel string, selected bool, fn func(*archive.Entry) error) error {
+	if rel == "" {
+		return errors.New("scan: Below needs a directory below the home; use Walk for the whole home")
+	}
+	w := s.w
+	w.fn, w.pending = fn, w.pending[:0]
 	l := w.list(&dirTask{rel: rel})
 	if l.vanished {
 		return nil
@@ -58,6 +64,16 @@ func WalkBelow(ctx context.Context, home, rel string, selected bool, sel *select
 		return l.err
 	}
 	return w.dir(l, rel, selected)
+}
+
+// Close stops the workers and closes the home.
+func (s *Subtrees) Close() error {
+	s.w.mu.Lock()
+	s.w.stop = true
+	s.w.cond.Broadcast()
+	s.w.mu.Unlock()
+	s.wg.Wait()
+	return s.root.Close()
 }
 
 // Lstat returns the entry Walk would make of rel, and its raw metadata,

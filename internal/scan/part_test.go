@@ -17,9 +17,9 @@ import (
 	"github.com/homesnap/homesnap/internal/selector"
 )
 
-// WalkBelow a directory reports what Walk reports below it, entry for
+// Below a directory, Subtrees reports what Walk reports below it, entry for
 // entry, implied directories included.
-func TestWalkBelowIsWalkBelowADirectory(t *testing.T) {
+func TestSubtreesBelowIsWalkBelowADirectory(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	if _, err := gen.Generate(home, gen.Options{Preset: "tiny", Seed: 5}); err != nil {
 		t.Fatal(err)
@@ -27,6 +27,11 @@ func TestWalkBelowIsWalkBelowADirectory(t *testing.T) {
 	for _, spec := range []selector.Spec{{Preset: "jenkins"}, {Preset: "none", Include: []string{"jobs/*/config.xml", "jobs/**/builds/*/build.xml"}}} {
 		sel, _ := selector.New(spec)
 		all := walk(t, home, sel)
+		trees, err := OpenSubtrees(context.Background(), home, sel, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer trees.Close()
 		dirs := 0
 		for _, d := range all {
 			if d.Type != archive.TypeDir {
@@ -39,7 +44,7 @@ func TestWalkBelowIsWalkBelowADirectory(t *testing.T) {
 					want = append(want, describe(e))
 				}
 			}
-			err := WalkBelow(context.Background(), home, d.Path, !d.Implied, sel, nil, func(e *archive.Entry) error {
+			err := trees.Below(d.Path, !d.Implied, func(e *archive.Entry) error {
 				got = append(got, describe(e))
 				return nil
 			})
@@ -47,7 +52,7 @@ func TestWalkBelowIsWalkBelowADirectory(t *testing.T) {
 				t.Fatal(err)
 			}
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Fatalf("%v: below %s WalkBelow gave %d entries, Walk %d; first difference near %v", spec, d.Path, len(got), len(want), firstDiff(got, want))
+				t.Fatalf("%v: below %s Below gave %d entries, Walk %d; first difference near %v", spec, d.Path, len(got), len(want), firstDiff(got, want))
 			}
 		}
 		if dirs < 10 {
