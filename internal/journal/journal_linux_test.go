@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/selector"
 )
@@ -298,5 +299,47 @@ func TestJournalFollowsTheGeneratorsChurn(t *testing.T) {
 			t.Fatalf("round %d (%s): journal + rescan differs from a full walk:\n%s", round, cs, strings.Join(ds, "\n"))
 		}
 		base = got
+	}
+}
+
+// An entry the previous snapshot read while it changed (Changed, and from
+// a manifest: no device) is reported as the walk finds it now, so the
+// snapshot reads it again, though the journal saw nothing happen to it.
+func TestRescanRestatsWhatWasReadWhileChanging(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	next(t, j, home, sel, nil)
+	want := walkAll(t, home, sel)
+	var base []*archive.Entry
+	marked := 0
+	for _, e := range want {
+		c := *e
+		c.Dev = 0 // a manifest does not store it
+		if e.Type == archive.TypeFile && marked < 2 {
+			c.Changed, c.MTime = true, 1
+			marked++
+		}
+		base = append(base, &c)
+	}
+	ch, err := j.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rescanAll(t, home, sel, base, ch)
+	for i, e := range got {
+		if e.Changed {
+			if e.Dev == 0 || e.MTime == 1 {
+				t.Fatalf("%s was passed on as read while changing, not statted again", e.Path)
+			}
+			t.Fatalf("%s still marked changed", e.Path)
+		}
+		if want[i].Path != e.Path {
+			t.Fatalf("entry %d: %s, want %s", i, e.Path, want[i].Path)
+		}
+	}
+	for i := range got {
+		if base[i].Changed && show(got[i]) != show(want[i]) {
+			t.Fatalf("got %s\nwant %s", show(got[i]), show(want[i]))
+		}
 	}
 }

@@ -22,7 +22,9 @@ import (
 // Rescan) reported at the start of the interval ch covers, in walk order.
 // Only the paths ch names are statted and only the trees it names walked;
 // every other entry of base is passed on as it is (hash and archive range
-// included). base is read twice when ch names inodes (hard links).
+// included), except entries marked Changed (read while they changed),
+// which are reported as they are now. base is read twice when ch names
+// inodes (hard links).
 func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped scan.Skipped, fn func(*archive.Entry) error) error {
 	root, err := homefs.Open(home)
 	if err != nil {
@@ -49,10 +51,7 @@ func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.
 			r.trees.Close()
 		}
 	}()
-	put := r.out.put
-	if len(items) == 0 {
-		put = fn // the base is a walk's result already
-	}
+	fast := len(items) == 0 // the base is a walk's result already: passed straight on
 	var last string
 	for pe, err := range base {
 		if err != nil {
@@ -75,6 +74,20 @@ func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.
 		}
 		if replaced || below(pe.Path, r.tree) {
 			continue
+		}
+		if pe.Changed { // read while it changed: the snapshot must read it again, as the walk finds it now
+			if fast {
+				r.out.reported(pe.Path)
+				fast = false
+			}
+			if err := r.redo(pe.Path, pe); err != nil {
+				return err
+			}
+			continue
+		}
+		put := r.out.put
+		if fast {
+			put = fn
 		}
 		if err := put(pe); err != nil {
 			return err
@@ -209,6 +222,15 @@ func (m *emitter) put(e *archive.Entry) error {
 		m.open = append(m.open, e.Path)
 	}
 	return nil
+}
+
+// reported tells the emitter that everything above rel was reported.
+func (m *emitter) reported(rel string) {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] == '/' {
+			m.open = append(m.open, rel[:i])
+		}
+	}
 }
 
 // ancestors adds to pending the directories above rel that nothing has
