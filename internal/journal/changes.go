@@ -24,6 +24,7 @@ package journal
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 
@@ -69,6 +70,18 @@ func (c *Changes) sorted() []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// Entries iterates over a slice of entries (a walk's result in memory),
+// as a base for Rescan.
+func Entries(es []*archive.Entry) iter.Seq2[*archive.Entry, error] {
+	return func(yield func(*archive.Entry, error) bool) {
+		for _, e := range es {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
 }
 
 // below reports whether p lies strictly below dir.

@@ -33,13 +33,3 @@ func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.
 	return errUnsupported
 }
 
-// Entries iterates over a slice of entries.
-func Entries(es []*archive.Entry) iter.Seq2[*archive.Entry, error] {
-	return func(yield func(*archive.Entry, error) bool) {
-		for _, e := range es {
-			if !yield(e, nil) {
-				return
-			}
-		}
-	}
-}

@@ -138,17 +138,6 @@ func (r *rescan) redo(rel string, old *archive.Entry) error {
 	return nil
 }
 
-// Entries iterates over a slice of entries (a walk's result in memory).
-func Entries(es []*archive.Entry) iter.Seq2[*archive.Entry, error] {
-	return func(yield func(*archive.Entry, error) bool) {
-		for _, e := range es {
-			if !yield(e, nil) {
-				return
-			}
-		}
-	}
-}
-
 type rescan struct {
 	ctx     context.Context
 	home    string
