@@ -32,4 +32,3 @@ func (j *Journal) Close() error { return nil }
 func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped func(rel, why string), fn func(*archive.Entry) error) error {
 	return errUnsupported
 }
-
