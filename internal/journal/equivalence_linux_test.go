@@ -27,7 +27,8 @@ var (
 // under a name the walk leaves out; an implied directory above one that
 // changed; a renamed file whose other name kept the old ctime; a
 // directory deleted while it was being listed for its watch; a file
-// linked into a directory before its watch was placed.)
+// linked into a directory before its watch was placed, and under a name
+// the selection excludes.)
 var regressionSeeds = []int64{
 	1796491178432441351, 1796491178432441352, 1796491178432441353,
 	1796491802688050201, 1796491802688050202, 1796491815283136852,
@@ -35,11 +36,13 @@ var regressionSeeds = []int64{
 }
 
 // selections the equivalence test runs with: the jenkins preset (whole
-// trees, excluded workspaces and temp files), and one made of implied
+// trees, excluded workspaces and temp files), the controller preset (the
+// whole home less some names anywhere), and one made of implied
 // directories leading to single files.
 var selections = map[string]selector.Spec{
-	"jenkins": {Preset: "jenkins"},
-	"implied": {Preset: "none", Include: []string{"jobs/*/config.xml", "users/*/config.xml", "nodes"}, Exclude: []string{"**/*-atomic*tmp"}},
+	"jenkins":    {Preset: "jenkins"},
+	"controller": {Preset: "controller"}, // everything but what Jenkins rebuilds: the home's root watched too
+	"implied":    {Preset: "none", Include: []string{"jobs/*/config.xml", "users/*/config.xml", "nodes"}, Exclude: []string{"**/*-atomic*tmp"}},
 }
 
 // TestJournalRescanEqualsFullWalk drives a home through random operations

@@ -464,9 +464,11 @@ func (j *Journal) watchBelow(fd int, n *node, rel string, old *node) {
 				o = old.children[name]
 			}
 			j.watchTree(n, name, o)
-		case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 && j.keep(crel):
-			// In a directory new to the journal this name may have been
-			// linked before the watch: its other names' ctime moved.
+		case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1:
+			// Under any name, selected or not, it may be another name
+			// of a selected file; in a directory new to the journal it
+			// may have been linked before the watch landed, and so moved
+			// the ctime of its other names.
 			j.changes.Inodes[st.Ino] = true
 			j.watchFile(fd, name, crel, st.Ino)
 		}
