@@ -28,7 +28,7 @@ var (
 // changed; a renamed file whose other name kept the old ctime; a
 // directory deleted while it was being listed for its watch; a file
 // linked into a directory before its watch was placed, and under a name
-// the selection excludes.)
+// the selection excludes; an event that raced the removal of its watch.)
 var regressionSeeds = []int64{
 	1796491178432441351, 1796491178432441352, 1796491178432441353,
 	1796491802688050201, 1796491802688050202, 1796491815283136852,

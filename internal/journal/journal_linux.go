@@ -48,14 +48,17 @@ type Journal struct {
 
 	mu      sync.Mutex
 	watches map[int32]*watch
-	top     *node            // the home
-	moves   map[uint32]*node // directories moved away, until their IN_MOVED_TO (same cookie)
-	changes *Changes
-	fail    *FullWalkError // why this interval cannot be trusted
-	resync  bool           // the watches must be placed again before the next interval
-	dead    bool           // no journal any more (watch limit, closed)
-	stats   Stats
-	buf     []byte
+	// ended are the watches whose IN_IGNORED was read this interval and
+	// the one before: an event racing a watch's removal can come after it.
+	ended, endedBefore map[int32]bool
+	top                *node            // the home
+	moves              map[uint32]*node // directories moved away, until their IN_MOVED_TO (same cookie)
+	changes            *Changes
+	fail               *FullWalkError // why this interval cannot be trusted
+	resync             bool           // the watches must be placed again before the next interval
+	dead               bool           // no journal any more (watch limit, closed)
+	stats              Stats
+	buf                []byte
 }
 
 // node is a watched directory; its path is its names up to the home.
@@ -106,7 +109,8 @@ func Open(home string, sel *selector.Selector) (*Journal, error) {
 	}
 	j := &Journal{
 		home: home, root: root, sel: sel, ifd: ifd, wake: wake, done: make(chan struct{}),
-		watches: map[int32]*watch{}, moves: map[uint32]*node{}, changes: newChanges(),
+		watches: map[int32]*watch{}, ended: map[int32]bool{}, endedBefore: map[int32]bool{},
+		moves: map[uint32]*node{}, changes: newChanges(),
 		stats: Stats{Fallbacks: map[Reason]uint64{}}, buf: make([]byte, 64<<10),
 	}
 	j.mu.Lock()
@@ -149,6 +153,7 @@ func (j *Journal) Take() (*Changes, error) {
 	}
 	c := j.changes
 	j.changes = newChanges()
+	j.endedBefore, j.ended = j.ended, map[int32]bool{}
 	return c, nil
 }
 
@@ -253,6 +258,7 @@ func (j *Journal) drain(discard bool) {
 			case ev.Mask&unix.IN_IGNORED != 0: // the watch table still follows the kernel's
 				if w := j.watches[ev.Wd]; w != nil {
 					delete(j.watches, ev.Wd)
+					j.ended[ev.Wd] = true
 					j.detach(w)
 				}
 			}
@@ -274,6 +280,9 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 		return
 	}
 	w := j.watches[wd]
+	if w == nil && (j.ended[wd] || j.endedBefore[wd]) {
+		return // raced its removal: a directory deleted, or no longer ours
+	}
 	if w == nil {
 		j.untrust(ReasonUnknown, fmt.Sprintf("event %#x for watch %d, which the journal does not know", mask, wd))
 		return
@@ -283,6 +292,7 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 	}
 	if mask&unix.IN_IGNORED != 0 {
 		delete(j.watches, wd)
+		j.ended[wd] = true
 		if !w.removed && !w.deleted {
 			j.untrust(ReasonWatchLost, "the watch of "+j.describe(w)+" ended unexpectedly")
 		}
