@@ -318,7 +318,9 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 	if name == "" { // the directory itself
 		switch {
 		case mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 && n == j.top:
-			j.untrust(ReasonUnknown, "the home itself was moved or deleted")
+			// Walks find the home by its path, the journal follows the
+			// directory it opened: they no longer meet.
+			j.end(&FullWalkError{Reason: ReasonUnknown, Detail: j.home + " itself was moved or deleted; the journal must be opened again"})
 		case mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
 			j.changes.path(dir, true)
 		case mask&(unix.IN_ATTRIB|unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0:
@@ -554,20 +556,23 @@ func (j *Journal) addWatch(fd int, rel string, mask uint32) (int32, error) {
 }
 
 // limitReached ends the journal: with some directories unwatched it can
-// never be trusted, and its watches are given back.
+// never be trusted.
 func (j *Journal) limitReached() {
 	if j.dead {
 		return
 	}
-	n := 0
+	j.end(&FullWalkError{Reason: ReasonWatchLimit, Detail: fmt.Sprintf(
+		"the selection of %s needs more than %d inotify watches; raise the sysctl fs.inotify.max_user_watches (now %s, shared by every process of the user) to at least the number of directories in the selection plus what other programs use",
+		j.home, len(j.watches), readSysctl("fs/inotify/max_user_watches"))})
+}
+
+// end stops the journal for good, giving its watches back; every Take
+// from now on returns fail.
+func (j *Journal) end(fail *FullWalkError) {
 	for wd := range j.watches {
 		unix.InotifyRmWatch(j.ifd, uint32(wd))
-		n++
 	}
-	j.fail = &FullWalkError{Reason: ReasonWatchLimit, Detail: fmt.Sprintf(
-		"the selection of %s needs more than %d inotify watches; raise the sysctl fs.inotify.max_user_watches (now %s, shared by every process of the user) to at least the number of directories in the selection plus what other programs use",
-		j.home, n, readSysctl("fs/inotify/max_user_watches"))}
-	j.dead = true
+	j.fail, j.dead = fail, true
 	clear(j.watches)
 	j.top = nil
 }

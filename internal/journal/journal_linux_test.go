@@ -343,3 +343,23 @@ func TestRescanRestatsWhatWasReadWhileChanging(t *testing.T) {
 		}
 	}
 }
+
+// The home moved away: walks find whatever is at its path now, the
+// journal follows the directory it opened. It ends, for good.
+func TestHomeMovedEndsTheJournal(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	next(t, j, home, sel, nil)
+	if err := os.Rename(home, home+".old"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		var fw *FullWalkError
+		if _, err := j.Take(); !errors.As(err, &fw) || !strings.Contains(err.Error(), "opened again") {
+			t.Fatalf("Take after the home moved: %v, want a full walk saying to open the journal again", err)
+		}
+	}
+	if st := j.Stats(); st.DirWatches != 0 {
+		t.Fatalf("%d watches left", st.DirWatches)
+	}
+}
