@@ -104,6 +104,7 @@ const (
 	ReasonWatchLost   Reason = "watch_lost"   // a watch ended without a delete explaining it
 	ReasonUnmount     Reason = "unmount"      // a file system below the home was unmounted
 	ReasonUnknown     Reason = "unknown"      // an event the journal cannot interpret
+	ReasonInvalidated Reason = "invalidated"  // the taker said so (a failed snapshot, a verification walk)
 	ReasonClosed      Reason = "closed"       // the journal was closed
 	ReasonUnsupported Reason = "unsupported"  // no journal on this platform
 )

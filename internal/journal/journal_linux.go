@@ -157,6 +157,17 @@ func (j *Journal) Take() (*Changes, error) {
 	return c, nil
 }
 
+// Invalidate makes the next Take ask for a full walk: the changes taken
+// last were not applied (the snapshot failed), or a verification walk
+// found what the journal missed.
+func (j *Journal) Invalidate(why string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.fail == nil {
+		j.fail = &FullWalkError{Reason: ReasonInvalidated, Detail: why}
+	}
+}
+
 // Stats returns the counters.
 func (j *Journal) Stats() Stats {
 	j.mu.Lock()

@@ -363,3 +363,23 @@ func TestHomeMovedEndsTheJournal(t *testing.T) {
 		t.Fatalf("%d watches left", st.DirWatches)
 	}
 }
+
+// A snapshot that failed after its Take did not apply the changes: the
+// next one walks, and the interval after it is trusted again.
+func TestInvalidateAsksForOneFullWalk(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	next(t, j, home, sel, nil)
+	os.WriteFile(filepath.Join(home, "jobs/a/config.xml"), []byte("<changed/>"), 0o644)
+	if _, err := j.Take(); err != nil {
+		t.Fatal(err)
+	}
+	j.Invalidate("the snapshot failed: store unreachable")
+	var fw *FullWalkError
+	if _, err := j.Take(); !errors.As(err, &fw) || fw.Reason != ReasonInvalidated || !strings.Contains(err.Error(), "store unreachable") {
+		t.Fatalf("Take after Invalidate: %v, want a full walk saying why", err)
+	}
+	if _, err := j.Take(); err != nil {
+		t.Fatalf("the interval after the full walk: %v", err)
+	}
+}

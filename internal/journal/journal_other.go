@@ -22,6 +22,9 @@ func Open(home string, sel *selector.Selector) (*Journal, error) { return nil, e
 // Take always asks for a full walk.
 func (j *Journal) Take() (*Changes, error) { return nil, errUnsupported }
 
+// Invalidate does nothing: every Take asks for a full walk already.
+func (j *Journal) Invalidate(why string) {}
+
 // Stats returns no counts.
 func (j *Journal) Stats() Stats { return Stats{} }
 
