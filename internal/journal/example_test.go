@@ -40,9 +40,11 @@ func Example() {
 		case err == nil:
 			err = journal.Rescan(ctx, home, sel, journal.Entries(base), ch, nil, collect)
 		}
+		// ... the snapshot stores seen, as it stores a walk's entries ...
 		if err != nil {
-			log.Fatal(err)
+			j.Invalidate("the snapshot failed: " + err.Error()) // its changes were taken, not applied
+			continue
 		}
-		base = seen // the snapshot then stores seen, as it stores a walk's entries
+		base = seen
 	}
 }
