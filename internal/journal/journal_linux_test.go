@@ -7,16 +7,19 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
 )
 
@@ -381,5 +384,56 @@ func TestInvalidateAsksForOneFullWalk(t *testing.T) {
 	}
 	if _, err := j.Take(); err != nil {
 		t.Fatalf("the interval after the full walk: %v", err)
+	}
+}
+
+// The way watches are placed: on the inode a descriptor (opened beneath
+// the home, no symlink) names, through its /proc link, which is resolved to
+// that inode and never to a path. A symlink swapped in at the directory's
+// path after the open leads the watch nowhere else. (With IN_DONT_FOLLOW
+// the /proc link itself would be watched: the kernel refuses it with
+// IN_ONLYDIR, ENOTDIR.)
+func TestWatchIsOnTheOpenedDirectoryNotItsPath(t *testing.T) {
+	home, outside := t.TempDir(), t.TempDir()
+	os.Mkdir(filepath.Join(home, "d"), 0o755)
+	root, err := homefs.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	fd, err := root.OpenRaw("d", unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	os.Rename(filepath.Join(home, "d"), filepath.Join(home, "e"))
+	os.Symlink(outside, filepath.Join(home, "d"))
+	ifd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ifd)
+	proc := "/proc/self/fd/" + strconv.Itoa(fd)
+	if _, err := unix.InotifyAddWatch(ifd, proc, dirMask|unix.IN_DONT_FOLLOW); !errors.Is(err, unix.ENOTDIR) {
+		t.Fatalf("IN_DONT_FOLLOW on the /proc link: %v, want ENOTDIR (it names the link, not the directory)", err)
+	}
+	if _, err := unix.InotifyAddWatch(ifd, proc, dirMask); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(outside, "planted"), nil, 0o644)
+	os.WriteFile(filepath.Join(home, "e", "real"), nil, 0o644)
+	buf := make([]byte, 4096)
+	n, err := unix.Read(ifd, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for off := 0; off < n; {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		names = append(names, strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)]), "\x00"))
+		off += unix.SizeofInotifyEvent + int(ev.Len)
+	}
+	if len(names) == 0 || slices.Contains(names, "planted") || !slices.Contains(names, "real") {
+		t.Fatalf("events for %q; want those of the opened directory only", names)
 	}
 }
