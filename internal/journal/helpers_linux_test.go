@@ -1,0 +1,93 @@
+//go:build linux
+
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// injectOverflow does what a real queue overflow does: the queued events
+// are lost and IN_Q_OVERFLOW is read instead.
+func (j *Journal) injectOverflow() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.drain(true)
+	j.handle(-1, unix.IN_Q_OVERFLOW, 0, "")
+}
+
+func walkAll(t testing.TB, home string, sel *selector.Selector) []*archive.Entry {
+	t.Helper()
+	var es []*archive.Entry
+	if err := scan.Walk(context.Background(), home, sel, nil, func(e *archive.Entry) error {
+		es = append(es, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func rescanAll(t testing.TB, home string, sel *selector.Selector, base []*archive.Entry, ch *Changes) []*archive.Entry {
+	t.Helper()
+	var es []*archive.Entry
+	if err := Rescan(context.Background(), home, sel, Entries(base), ch, nil, func(e *archive.Entry) error {
+		es = append(es, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// next takes the journal's changes and returns the entries they lead to,
+// or a full walk when the journal asks for one (and why).
+func next(t testing.TB, j *Journal, home string, sel *selector.Selector, base []*archive.Entry) ([]*archive.Entry, *FullWalkError) {
+	t.Helper()
+	ch, err := j.Take()
+	var fw *FullWalkError
+	if errors.As(err, &fw) {
+		return walkAll(t, home, sel), fw
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rescanAll(t, home, sel, base, ch), nil
+}
+
+// diff lists the differences between two walks, field by field (every
+// field a walk fills in), at most max of them.
+func diff(want, got []*archive.Entry, max int) []string {
+	var out []string
+	i, k := 0, 0
+	for (i < len(want) || k < len(got)) && len(out) < max {
+		switch {
+		case k == len(got) || i < len(want) && archive.ComparePaths(want[i].Path, got[k].Path) < 0:
+			out = append(out, "missing "+show(want[i]))
+			i++
+		case i == len(want) || archive.ComparePaths(want[i].Path, got[k].Path) > 0:
+			out = append(out, "extra   "+show(got[k]))
+			k++
+		default:
+			if a, b := show(want[i]), show(got[k]); a != b {
+				out = append(out, "want    "+a+"\n    got     "+b)
+			}
+			i++
+			k++
+		}
+	}
+	return out
+}
+
+func show(e *archive.Entry) string {
+	return fmt.Sprintf("%s type=%v mode=%v uid=%d gid=%d size=%d mtime=%d ctime=%d ino=%d dev=%d link=%q implied=%v",
+		e.Path, e.Type, e.Mode, e.UID, e.GID, e.Size, e.MTime, e.CTime, e.Inode, e.Dev, e.Link, e.Implied)
+}

@@ -1,0 +1,732 @@
+//go:build linux
+
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/homesnap/homesnap/internal/homefs"
+	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// What a directory watch reports: everything that changes what a walk
+// sees of its entries (IN_ATTRIB: mode, owner, times, link count of a
+// directory; IN_MODIFY: size and mtime), and the watched directory's own
+// end. IN_EXCL_UNLINK: a file unlinked but still open is no longer ours.
+const dirMask = unix.IN_ATTRIB | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_DELETE |
+	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
+	unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+
+// A file with several names is watched itself: a change made through a
+// name outside the selection, a link count change and a rename (both
+// change the ctime every name shows) are told only to the inode's own
+// watchers, not to the directories of its other names.
+const fileMask = unix.IN_ATTRIB | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_MOVE_SELF | unix.IN_DELETE_SELF
+
+// watchLimitForTest makes tests see ENOSPC beyond that many watches
+// (fs.inotify.max_user_watches is the machine's, not a test's to change).
+var watchLimitForTest int
+
+// Journal follows one home's selection. Its methods are safe for
+// concurrent use.
+type Journal struct {
+	home string
+	root homefs.Dir
+	sel  *selector.Selector
+	ifd  int // inotify instance
+	wake int // eventfd: stops the reader
+	done chan struct{}
+
+	mu      sync.Mutex
+	watches map[int32]*watch
+	// ended are the watches whose IN_IGNORED was read this interval and
+	// the one before: an event racing a watch's removal can come after it.
+	ended, endedBefore map[int32]bool
+	top                *node            // the home
+	moves              map[uint32]*node // directories moved away, until their IN_MOVED_TO (same cookie)
+	changes            *Changes
+	fail               *FullWalkError // why this interval cannot be trusted
+	resync             bool           // the watches must be placed again before the next interval
+	dead               bool           // no journal any more (watch limit, closed)
+	stats              Stats
+	buf                []byte
+}
+
+// node is a watched directory; its path is its names up to the home.
+type node struct {
+	wd       int32
+	name     string
+	parent   *node            // nil for the home, and once detached
+	children map[string]*node // nil until it has one
+}
+
+type watch struct {
+	dir     *node  // a directory's watch, or nil:
+	ino     uint64 // a multiply linked file's
+	removed bool   // removed by us: its last events and IN_IGNORED are expected
+	deleted bool   // IN_DELETE_SELF seen: IN_IGNORED is expected
+}
+
+// Open starts following the selection sel of home: it watches every
+// directory a walk would enter, and every selected file with several
+// names. Its first Take asks for a full walk (nothing before Open was
+// seen). When the watches do not fit (fs.inotify.max_user_watches, shared
+// by all of the user's processes) Open fails with a *FullWalkError.
+//
+// A watch costs the kernel about 1.3 KiB (INOTIFY_WATCH_COST: the mark and
+// the inodes it keeps cached), so a home of a million files in ~300,000
+// directories takes about 400 MiB of kernel memory, and a sysctl raised to
+// match.
+func Open(home string, sel *selector.Selector) (*Journal, error) {
+	root, err := homefs.Open(home)
+	if err != nil {
+		return nil, fmt.Errorf("change journal: %w", err)
+	}
+	if fs := remoteFS(int(root)); fs != "" {
+		root.Close()
+		return nil, &FullWalkError{Reason: ReasonUnsupported, Detail: fmt.Sprintf(
+			"%s is on a network file system (%s): inotify does not report changes made by other machines", home, fs)}
+	}
+	ifd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("change journal: inotify_init1: %w", err)
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		root.Close()
+		unix.Close(ifd)
+		return nil, fmt.Errorf("change journal: eventfd: %w", err)
+	}
+	j := &Journal{
+		home: home, root: root, sel: sel, ifd: ifd, wake: wake, done: make(chan struct{}),
+		watches: map[int32]*watch{}, ended: map[int32]bool{}, endedBefore: map[int32]bool{},
+		moves: map[uint32]*node{}, changes: newChanges(),
+		stats: Stats{Fallbacks: map[Reason]uint64{}}, buf: make([]byte, 64<<10),
+	}
+	j.mu.Lock()
+	j.rebuild()
+	dead := j.dead
+	fail := j.fail
+	if fail == nil {
+		j.fail = &FullWalkError{Reason: ReasonStarted, Detail: "the journal has just started"}
+	}
+	j.mu.Unlock()
+	if dead {
+		j.closeFds()
+		return nil, fail
+	}
+	go j.run()
+	return j, nil
+}
+
+// Take returns what changed since the previous Take, or a *FullWalkError
+// when that cannot be trusted; then the caller must walk the whole
+// selection, starting after Take returned.
+func (j *Journal) Take() (*Changes, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.dead {
+		j.drain(false) // everything completed before this call is queued by now
+	}
+	if fail := j.fail; fail != nil {
+		j.stats.Fallbacks[fail.Reason]++
+		if !j.dead {
+			j.fail = nil
+			if j.resync {
+				j.resync = false
+				j.drain(true)
+				j.rebuild()
+			}
+		}
+		j.changes = newChanges()
+		return nil, fail
+	}
+	c := j.changes
+	j.changes = newChanges()
+	j.endedBefore, j.ended = j.ended, map[int32]bool{}
+	return c, nil
+}
+
+// Invalidate makes the next Take ask for a full walk: the changes taken
+// last were not applied (the snapshot failed), or a verification walk
+// found what the journal missed.
+func (j *Journal) Invalidate(why string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.fail == nil {
+		j.fail = &FullWalkError{Reason: ReasonInvalidated, Detail: why}
+	}
+}
+
+// Stats returns the counters.
+func (j *Journal) Stats() Stats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := j.stats
+	s.Fallbacks = make(map[Reason]uint64, len(j.stats.Fallbacks))
+	for r, n := range j.stats.Fallbacks {
+		s.Fallbacks[r] = n
+	}
+	for _, w := range j.watches {
+		switch {
+		case w.removed || w.deleted:
+		case w.dir != nil:
+			s.DirWatches++
+		default:
+			s.FileWatches++
+		}
+	}
+	return s
+}
+
+// Close stops the journal and releases its watches.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.dead && j.fail != nil && j.fail.Reason == ReasonClosed {
+		j.mu.Unlock()
+		return nil
+	}
+	j.mu.Unlock()
+	var one = [8]byte{1}
+	if _, err := unix.Write(j.wake, one[:]); err != nil {
+		return fmt.Errorf("change journal: stop the reader: %w", err)
+	}
+	<-j.done
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.dead = true
+	j.fail = &FullWalkError{Reason: ReasonClosed, Detail: "the journal was closed"}
+	j.watches, j.top = nil, nil
+	return j.closeFds()
+}
+
+func (j *Journal) closeFds() error {
+	err := unix.Close(j.ifd) // frees every watch
+	unix.Close(j.wake)
+	j.root.Close()
+	return err
+}
+
+// run reads events as they come, until Close.
+func (j *Journal) run() {
+	defer close(j.done)
+	fds := []unix.PollFd{{Fd: int32(j.ifd), Events: unix.POLLIN}, {Fd: int32(j.wake), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || fds[1].Revents != 0 {
+			if err != nil {
+				j.mu.Lock()
+				j.untrust(ReasonUnknown, "waiting for events: "+err.Error())
+				j.mu.Unlock()
+			}
+			return
+		}
+		j.mu.Lock()
+		j.drain(j.dead) // a dead journal still empties its queue
+		j.mu.Unlock()
+	}
+}
+
+// drain reads and handles every queued event (or drops them: discard).
+func (j *Journal) drain(discard bool) {
+	for {
+		n, err := unix.Read(j.ifd, j.buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.EAGAIN) || n <= 0 {
+			break
+		}
+		if err != nil {
+			j.untrust(ReasonUnknown, "reading events: "+err.Error())
+			break
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&j.buf[off]))
+			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if end > n {
+				j.untrust(ReasonUnknown, "a truncated event")
+				break
+			}
+			name := strings.TrimRight(string(j.buf[off+unix.SizeofInotifyEvent:end]), "\x00")
+			switch {
+			case !discard:
+				j.stats.Events++
+				j.handle(ev.Wd, ev.Mask, ev.Cookie, name)
+			case ev.Mask&unix.IN_IGNORED != 0: // the watch table still follows the kernel's
+				if w := j.watches[ev.Wd]; w != nil {
+					delete(j.watches, ev.Wd)
+					j.ended[ev.Wd] = true
+					j.detach(w)
+				}
+			}
+			off = end
+		}
+	}
+	// A directory moved away with no IN_MOVED_TO after it left the
+	// selection (or went where nothing is watched): its watches go.
+	for c, n := range j.moves {
+		delete(j.moves, c)
+		j.unwatchTree(n)
+	}
+}
+
+// handle applies one event.
+func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		j.untrust(ReasonOverflow, "the kernel's event queue overflowed and events were lost (fs.inotify.max_queued_events)")
+		return
+	}
+	w := j.watches[wd]
+	if w == nil && (j.ended[wd] || j.endedBefore[wd]) {
+		return // raced its removal: a directory deleted, or no longer ours
+	}
+	if w == nil {
+		j.untrust(ReasonUnknown, fmt.Sprintf("event %#x for watch %d, which the journal does not know", mask, wd))
+		return
+	}
+	if mask&unix.IN_DELETE_SELF != 0 {
+		w.deleted = true
+	}
+	if mask&unix.IN_IGNORED != 0 {
+		delete(j.watches, wd)
+		j.ended[wd] = true
+		if !w.removed && !w.deleted {
+			j.untrust(ReasonWatchLost, "the watch of "+j.describe(w)+" ended unexpectedly")
+		}
+		j.detach(w)
+		return
+	}
+	if w.removed {
+		return
+	}
+	if mask&unix.IN_UNMOUNT != 0 {
+		j.untrust(ReasonUnmount, "the file system of "+j.describe(w)+" was unmounted")
+		return
+	}
+	if w.dir == nil { // a multiply linked file: every name of it changed
+		j.changes.Inodes[w.ino] = true
+		return
+	}
+	n := w.dir
+	dir, attached := j.pathOf(n)
+	if !attached {
+		return // deleted or moved away: its old and new places are re-walked whole
+	}
+	if name == "" { // the directory itself
+		switch {
+		case mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 && n == j.top:
+			// Walks find the home by its path, the journal follows the
+			// directory it opened: they no longer meet.
+			j.end(&FullWalkError{Reason: ReasonUnknown, Detail: j.home + " itself was moved or deleted; the journal must be opened again"})
+		case mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
+			j.changes.path(dir, true)
+		case mask&(unix.IN_ATTRIB|unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0:
+			if n != j.top {
+				j.changes.path(dir, false)
+			}
+		default:
+			j.untrust(ReasonUnknown, fmt.Sprintf("event %#x on %s", mask, j.show(dir)))
+		}
+		return
+	}
+	if strings.Contains(name, "/") || name == "." || name == ".." {
+		j.untrust(ReasonUnknown, fmt.Sprintf("event %#x with the name %q in %s", mask, name, j.show(dir)))
+		return
+	}
+	p := join(dir, name)
+	isDir := mask&unix.IN_ISDIR != 0
+	switch {
+	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
+		j.dirChanged(n, dir)
+		var moved *node
+		if mask&unix.IN_MOVED_TO != 0 {
+			moved = j.moves[cookie]
+			delete(j.moves, cookie)
+		}
+		switch {
+		case isDir:
+			if j.keep(p) {
+				j.changes.path(p, true)
+			}
+			j.watchTree(n, name, moved)
+		default:
+			if j.keep(p) {
+				j.changes.path(p, false)
+			}
+			// Even under a name the walk leaves out: a new name of a
+			// selected file changes that file's link count.
+			j.watchIfLinked(p)
+		}
+	case mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
+		j.dirChanged(n, dir)
+		if j.keep(p) {
+			j.changes.path(p, isDir)
+		}
+		if c := n.children[name]; isDir && c != nil {
+			delete(n.children, name)
+			c.parent = nil
+			if mask&unix.IN_MOVED_FROM != 0 {
+				j.moves[cookie] = c
+			}
+		}
+	case mask&(unix.IN_ATTRIB|unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0:
+		if j.keep(p) {
+			j.changes.path(p, false)
+		}
+	default:
+		j.untrust(ReasonUnknown, fmt.Sprintf("event %#x on %s", mask, j.show(p)))
+	}
+}
+
+// dirChanged records that a directory's entries changed (and so its mtime).
+func (j *Journal) dirChanged(n *node, dir string) {
+	if n != j.top {
+		j.changes.path(dir, false)
+	}
+}
+
+// keep reports whether the walk can report p: selected, or a directory it
+// enters (reported as implied).
+func (j *Journal) keep(p string) bool {
+	return !scan.Reserved(p) && (j.sel.Selected(p) || j.sel.Enter(p))
+}
+
+func (j *Journal) enter(p string) bool { return p == "" || !scan.Reserved(p) && j.sel.Enter(p) }
+
+// rebuild watches the whole selection afresh; the watches the kernel still
+// has are reused and the rest removed.
+func (j *Journal) rebuild() {
+	old := make(map[int32]*watch, len(j.watches))
+	for wd, w := range j.watches {
+		old[wd] = w
+	}
+	clear(j.moves)
+	top, err := j.add(int(j.root), "")
+	if err == nil {
+		j.top = top
+		j.watchBelow(int(j.root), top, "", nil)
+	}
+	j.removeStale(old)
+}
+
+// watchTree watches the directory name in parent, and every directory
+// below it that the walk enters, each listed after its watch is in place
+// (entries made before the watch are seen by the listing, those after by
+// the watch). old is what was watched there before, if anything: its
+// watches are reused or removed.
+func (j *Journal) watchTree(parent *node, name string, old *node) {
+	stale := map[int32]*watch{}
+	j.collect(old, stale)
+	defer j.removeStale(stale)
+	dir, _ := j.pathOf(parent)
+	rel := join(dir, name)
+	if prev := parent.children[name]; prev != nil { // replaced by this one
+		delete(parent.children, name)
+		prev.parent = nil
+		j.collect(prev, stale)
+	}
+	if !j.enter(rel) {
+		return
+	}
+	fd, err := j.root.OpenRaw(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		return // gone or replaced since: that has its own event
+	}
+	if err != nil {
+		j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot open %s to watch it: %v", j.show(rel), err))
+		return
+	}
+	defer unix.Close(fd)
+	n, err := j.add(fd, rel)
+	if err != nil {
+		return
+	}
+	n.name, n.parent = name, parent
+	if parent.children == nil {
+		parent.children = map[string]*node{}
+	}
+	parent.children[name] = n
+	j.watchBelow(fd, n, rel, old)
+}
+
+// watchBelow lists the open directory fd (node n at rel) and watches what
+// lies below it.
+func (j *Journal) watchBelow(fd int, n *node, rel string, old *node) {
+	names, err := readNames(fd)
+	if errors.Is(err, unix.ENOENT) {
+		return // deleted since it was opened: its delete is an event
+	}
+	if err != nil {
+		j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot list %s: %v", j.show(rel), err))
+		return
+	}
+	for _, name := range names {
+		crel := join(rel, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone since the listing: its delete is an event
+		}
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR && j.enter(crel):
+			var o *node
+			if old != nil {
+				o = old.children[name]
+			}
+			j.watchTree(n, name, o)
+		case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1:
+			// Under any name, selected or not, it may be another name
+			// of a selected file; in a directory new to the journal it
+			// may have been linked before the watch landed, and so moved
+			// the ctime of its other names.
+			j.changes.Inodes[st.Ino] = true
+			j.watchFile(fd, name, crel, st.Ino)
+		}
+		if j.dead {
+			return
+		}
+	}
+}
+
+// watchIfLinked watches a file that appeared with several names; those
+// other names' link count (so their ctime) changed too.
+func (j *Journal) watchIfLinked(rel string) {
+	dir, name, err := j.root.Parent(rel)
+	if err != nil {
+		return // gone: an event of its own
+	}
+	defer dir.Close()
+	var st unix.Stat_t
+	if unix.Fstatat(int(dir), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+		return
+	}
+	j.changes.Inodes[st.Ino] = true
+	j.watchFile(int(dir), name, rel, st.Ino)
+}
+
+// watchFile watches the file name in the open directory dir, if it is
+// still the inode ino.
+func (j *Journal) watchFile(dir int, name, rel string, ino uint64) {
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Ino != ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return // replaced since: an event of its own
+	}
+	wd, err := j.addWatch(fd, rel, fileMask)
+	if err == nil {
+		j.watches[wd] = &watch{ino: ino}
+	}
+}
+
+// add watches the open directory fd (at rel) and returns its node.
+func (j *Journal) add(fd int, rel string) (*node, error) {
+	wd, err := j.addWatch(fd, rel, dirMask)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{wd: wd} // most directories are leaves: children is made with the first
+	j.watches[wd] = &watch{dir: n}
+	return n, nil
+}
+
+// addWatch places a watch on the inode fd was opened on. The descriptor's
+// /proc link names that inode, not a path: nothing is resolved again, so
+// a symlink swapped in since the open is never followed. (IN_DONT_FOLLOW
+// would not follow the /proc link itself and watch that.)
+func (j *Journal) addWatch(fd int, rel string, mask uint32) (int32, error) {
+	wd, err := unix.InotifyAddWatch(j.ifd, "/proc/self/fd/"+strconv.Itoa(fd), mask)
+	if watchLimitForTest > 0 && len(j.watches) >= watchLimitForTest {
+		wd, err = -1, unix.ENOSPC
+	}
+	switch {
+	case err == nil:
+		return int32(wd), nil
+	case errors.Is(err, unix.ENOSPC):
+		j.limitReached()
+	default:
+		j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot watch %s: %v", j.show(rel), err))
+	}
+	return -1, err
+}
+
+// limitReached ends the journal: with some directories unwatched it can
+// never be trusted.
+func (j *Journal) limitReached() {
+	if j.dead {
+		return
+	}
+	j.end(&FullWalkError{Reason: ReasonWatchLimit, Detail: fmt.Sprintf(
+		"the selection of %s needs more than %d inotify watches; raise the sysctl fs.inotify.max_user_watches (now %s, shared by every process of the user) to at least the number of directories in the selection plus what other programs use",
+		j.home, len(j.watches), readSysctl("fs/inotify/max_user_watches"))})
+}
+
+// end stops the journal for good, giving its watches back; every Take
+// from now on returns fail.
+func (j *Journal) end(fail *FullWalkError) {
+	for wd := range j.watches {
+		unix.InotifyRmWatch(j.ifd, uint32(wd))
+	}
+	j.fail, j.dead = fail, true
+	clear(j.watches)
+	j.top = nil
+}
+
+// collect adds the watches of n's tree to into.
+func (j *Journal) collect(n *node, into map[int32]*watch) {
+	if n == nil {
+		return
+	}
+	if w := j.watches[n.wd]; w != nil && w.dir == n {
+		into[n.wd] = w
+	}
+	for _, c := range n.children {
+		j.collect(c, into)
+	}
+}
+
+// removeStale removes the watches of old that no new node reuses.
+func (j *Journal) removeStale(old map[int32]*watch) {
+	for wd, w := range old {
+		if j.watches[wd] == w && !w.removed && !w.deleted {
+			j.unwatch(wd, w)
+		}
+	}
+}
+
+func (j *Journal) unwatchTree(n *node) {
+	ws := map[int32]*watch{}
+	j.collect(n, ws)
+	j.removeStale(ws)
+}
+
+// unwatch removes a watch. It stays known until its IN_IGNORED, which
+// the kernel queues also when the watch was gone already (EINVAL).
+func (j *Journal) unwatch(wd int32, w *watch) {
+	w.removed = true
+	unix.InotifyRmWatch(j.ifd, uint32(wd))
+	j.detach(w)
+}
+
+// detach takes a directory's node out of the tree.
+func (j *Journal) detach(w *watch) {
+	if w.dir != nil && w.dir.parent != nil && w.dir.parent.children[w.dir.name] == w.dir {
+		delete(w.dir.parent.children, w.dir.name)
+		w.dir.parent = nil
+	}
+}
+
+// untrust marks the interval as one that needs a full walk, and the
+// watches as needing to be placed again.
+func (j *Journal) untrust(r Reason, detail string) {
+	if j.fail == nil {
+		j.fail = &FullWalkError{Reason: r, Detail: detail}
+	}
+	j.resync = true
+}
+
+// pathOf returns n's path, or false when n is no longer in the tree.
+func (j *Journal) pathOf(n *node) (string, bool) {
+	var parts []string
+	for ; n != j.top; n = n.parent {
+		if n == nil {
+			return "", false
+		}
+		parts = append(parts, n.name)
+	}
+	for i, k := 0, len(parts)-1; i < k; i, k = i+1, k-1 {
+		parts[i], parts[k] = parts[k], parts[i]
+	}
+	return strings.Join(parts, "/"), true
+}
+
+func (j *Journal) describe(w *watch) string {
+	if w.dir == nil {
+		return fmt.Sprintf("the file with inode %d", w.ino)
+	}
+	if p, ok := j.pathOf(w.dir); ok {
+		return j.show(p)
+	}
+	return "a directory no longer in " + j.home
+}
+
+func (j *Journal) show(rel string) string {
+	if rel == "" {
+		return j.home
+	}
+	return j.home + "/" + rel
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// remoteFS names the network file system fd is on, or returns "".
+func remoteFS(fd int) string {
+	var fs unix.Statfs_t
+	if unix.Fstatfs(fd, &fs) != nil {
+		return ""
+	}
+	switch uint32(fs.Type) {
+	case unix.NFS_SUPER_MAGIC:
+		return "nfs"
+	case unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC, unix.CIFS_SUPER_MAGIC:
+		return "smb"
+	case unix.FUSE_SUPER_MAGIC:
+		return "fuse"
+	case unix.CEPH_SUPER_MAGIC:
+		return "ceph"
+	case unix.AFS_SUPER_MAGIC, unix.AFS_FS_MAGIC:
+		return "afs"
+	}
+	return ""
+}
+
+func readSysctl(name string) string {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// readNames lists an open directory from its start.
+func readNames(fd int) ([]string, error) {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 32<<10)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+}

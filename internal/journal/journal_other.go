@@ -1,0 +1,37 @@
+//go:build !linux
+
+package journal
+
+import (
+	"context"
+	"iter"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/selector"
+)
+
+// Journal is not available on this platform: Open always fails, and the
+// snapshot walks.
+type Journal struct{}
+
+var errUnsupported = &FullWalkError{Reason: ReasonUnsupported, Detail: "no change journal on this platform"}
+
+// Open fails with a *FullWalkError: there is no change journal here.
+func Open(home string, sel *selector.Selector) (*Journal, error) { return nil, errUnsupported }
+
+// Take always asks for a full walk.
+func (j *Journal) Take() (*Changes, error) { return nil, errUnsupported }
+
+// Invalidate does nothing: every Take asks for a full walk already.
+func (j *Journal) Invalidate(why string) {}
+
+// Stats returns no counts.
+func (j *Journal) Stats() Stats { return Stats{} }
+
+// Close does nothing.
+func (j *Journal) Close() error { return nil }
+
+// Rescan is never called without a journal's changes.
+func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped func(rel, why string), fn func(*archive.Entry) error) error {
+	return errUnsupported
+}
