@@ -9,6 +9,7 @@ import (
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/store"
 )
 
 // flagHints are what the user can do, in flags, about the conditions the
@@ -20,6 +21,7 @@ var flagHints = []struct {
 }{
 	{authRefusal, allowHint},
 	{is(homemark.ErrNoHome), "set --home, HOMESNAP_HOME or JENKINS_HOME"},
+	{is(store.ErrNoStore), "set --store or HOMESNAP_STORE (a directory, file:///path, s3://bucket/prefix, ...)"},
 	{is(snapshot.ErrEmpty), "pass --force if this is intended"},
 	{is(snapshot.ErrShrunk), "if the shrink is intended, pass --allow-shrink"},
 	{is(snapshot.ErrHeadExists), "or pass --import-onto-head to add it on top (the current head stays in the history as its parent)"},

@@ -277,9 +277,9 @@ func (c *cause) Unwrap() []error {
 }
 
 // MissingBucket is the hint for a bucket or container that does not exist:
-// almost always a typo in --store or a bucket nobody created yet.
+// almost always a typo in the store URL or a bucket nobody created yet.
 func MissingBucket(what, name string) string {
-	return fmt.Sprintf("%s %q does not exist: create it or fix --store", what, name)
+	return fmt.Sprintf("%s %q does not exist: create it or correct the store URL", what, name)
 }
 
 // Parallel calls fn for every key with at most n calls in flight and

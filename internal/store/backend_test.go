@@ -74,7 +74,7 @@ func TestFail(t *testing.T) {
 	if !errors.Is(err, ErrNotExist) || !errors.Is(err, orig) {
 		t.Errorf("Fail lost a wrapped error: %v", err)
 	}
-	if want := `get s3://b/k: bucket "b" does not exist: create it or fix --store (short)`; err.Error() != want {
+	if want := `get s3://b/k: bucket "b" does not exist: create it or correct the store URL (short)`; err.Error() != want {
 		t.Errorf("message\n%s, want\n%s", err, want)
 	}
 	err = Fail("swap", "s3://b", "k", ErrPrecondition, "", orig)

@@ -31,12 +31,15 @@ func Register(scheme string, open Opener) {
 	openers[scheme] = open
 }
 
+// ErrNoStore is Open's answer to an empty URL.
+var ErrNoStore = errors.New("no store given")
+
 // Open opens the store named by raw. A plain path (absolute or relative)
 // means the local directory store, the same as file:///abs/path. The
 // backend comes wrapped by Checked.
 func Open(ctx context.Context, raw string) (Store, error) {
 	if raw == "" {
-		return nil, errors.New("no store given: set --store or HOMESNAP_STORE (a directory, file:///path, s3://bucket/prefix, ...)")
+		return nil, ErrNoStore
 	}
 	u, err := ParseURL(raw)
 	if err != nil {

@@ -63,7 +63,7 @@ func open(root string) (*Store, error) {
 	}
 	fi, err := os.Stat(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &store.Error{Op: "open", Store: "file://" + root, Err: fmt.Errorf("%w: create the directory (mkdir -p %s) or fix --store", store.ErrNotExist, root)}
+		return nil, &store.Error{Op: "open", Store: "file://" + root, Err: fmt.Errorf("%w: create the directory (mkdir -p %s) or correct the store URL", store.ErrNotExist, root)}
 	}
 	if err != nil {
 		return nil, &store.Error{Op: "open", Store: "file://" + root, Err: err}
