@@ -48,19 +48,14 @@ type Sidecar struct {
 // and a final one when ctx ends (SIGTERM), until the final one is taken.
 func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, once func(context.Context, snapshot.Options) (*snapshot.Result, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
-	switch cfg.Journal {
-	case "off":
-	case "auto":
-		j, err := snapshot.OpenJournal(opts.Home, opts.Selector, cfg.JournalVerify)
-		if err != nil {
+	if cfg.Journal == "auto" {
+		if j, err := snapshot.OpenJournal(opts.Home, opts.Selector, cfg.JournalVerify); err != nil {
 			log.Warn().Err(err).Msg("no change journal: every snapshot walks the whole home")
-			break
+		} else {
+			defer j.Close()
+			opts.Journal = j
+			log.Info().Int("watches", j.Watches()).Dur("verify_interval", cfg.JournalVerify).Msg("change journal on: snapshots read only what changed")
 		}
-		defer j.Close()
-		opts.Journal = j
-		log.Info().Int("watches", j.Watches()).Dur("verify_interval", cfg.JournalVerify).Msg("change journal on: snapshots read only what changed")
-	default:
-		return usageError{fmt.Errorf("journal %q (--journal, HOMESNAP_JOURNAL): want auto or off", cfg.Journal)}
 	}
 	r := runner.New(runner.Options{
 		Lease:      l,

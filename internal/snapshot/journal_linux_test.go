@@ -130,6 +130,18 @@ func TestJournalSnapshotsEqualWalks(t *testing.T) {
 	if res := journalSnap(t, home, st, j); !res.Unchanged || res.Journal.Mode != "journal" {
 		t.Fatalf("nothing changed: %+v (journal %+v), want unchanged through the journal", res, *res.Journal)
 	}
+	// A consolidation rewrites the head's tree: the journal follows it.
+	rw, err := snapshot.Rewrite(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j}, []string{first.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaptest.Write(t, home, "jobs/after-rewrite/config.xml", "<project/>\n")
+	res := journalSnap(t, home, st, j)
+	if res.Journal.Mode != "journal" || res.Parent != rw.ID {
+		t.Fatalf("over a consolidation: %+v (journal %+v), want a journal-driven snapshot over %s", res, *res.Journal, rw.ID)
+	}
+	assertManifestIsWalk(t, home, st, res.ID)
+	last = res
 	// A forced walk over the journal's last snapshot finds every entry as
 	// the journal left it: the manifests are equal, line for line.
 	walked, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Force: true})
