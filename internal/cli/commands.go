@@ -199,7 +199,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			ev = ev.Str("journal", res.Journal.Mode)
 		}
 		if res.Unchanged {
-			ev.Str("parent", res.Parent).Msg("nothing changed since the last snapshot; none taken")
+			ev.Str("parent", res.Parent).Dur("elapsed", res.Elapsed).Msg("nothing changed since the last snapshot; none taken")
 			return res, nil
 		}
 		ev.Str("snapshot", res.ID).Str("parent", res.Parent).

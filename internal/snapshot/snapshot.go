@@ -152,6 +152,7 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 	}
 	if err == nil && res.Unchanged {
 		s.markHome(head.Snapshot, head.Time)
+		res.Elapsed = time.Since(start)
 	}
 	if err != nil || res.Unchanged {
 		s.discard(ctx, err)
