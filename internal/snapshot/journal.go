@@ -32,6 +32,7 @@ type Journal struct {
 
 	mu         sync.Mutex
 	base       string    // the snapshot the journal's next changes apply to
+	baseClean  bool      // base has no entry marked changed while read
 	lastVerify time.Time // of the last full walk
 }
 
@@ -75,6 +76,9 @@ type journalRun struct {
 	f      *Journal
 	use    JournalUse
 	parent string
+	// unchanged: nothing changed since the parent, which has nothing
+	// to read again: the snapshot need not read anything.
+	unchanged bool
 }
 
 // begin takes the journal's changes for a snapshot over parent (empty:
@@ -87,7 +91,7 @@ func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, sou
 	}
 	ch, err := f.j.Take()
 	f.mu.Lock()
-	base, verifyDue := f.base, f.verifyEvery > 0 && time.Since(f.lastVerify) >= f.verifyEvery
+	base, clean, verifyDue := f.base, f.baseClean, f.verifyEvery > 0 && time.Since(f.lastVerify) >= f.verifyEvery
 	f.mu.Unlock()
 	var full *journal.FullWalkError
 	switch {
@@ -114,13 +118,15 @@ func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, sou
 		return r, walk{verify: rescan, differences: &r.use.Differences}
 	}
 	r.use.Mode = "journal"
+	r.unchanged = ch.Empty() && clean && !o.Force
 	return r, walk{entries: rescan}
 }
 
 // end records how the snapshot ended: committed is the head it left (its
-// own ID, or the parent when nothing changed); on failure the changes
-// taken were not applied, so the next snapshot walks fully.
-func (r *journalRun) end(err error, committed string) {
+// own ID, or the parent when nothing changed), clean that it marked no
+// entry to be read again; on failure the changes taken were not applied,
+// so the next snapshot walks fully.
+func (r *journalRun) end(err error, committed string, clean bool) {
 	f := r.f
 	r.use.Watches = f.Watches()
 	f.mu.Lock()
@@ -128,7 +134,7 @@ func (r *journalRun) end(err error, committed string) {
 	switch {
 	case r.use.Mode == "": // a rewrite of the head's tree: the base moves with it
 		if err == nil && r.parent == f.base && committed != "" {
-			f.base = committed
+			f.base = committed // with the same entries: clean as it was
 		}
 		return
 	case err != nil:
@@ -136,7 +142,7 @@ func (r *journalRun) end(err error, committed string) {
 		f.j.Invalidate("the snapshot failed: " + err.Error())
 		return
 	}
-	f.base = committed
+	f.base, f.baseClean = committed, clean
 	if r.use.Mode != "journal" {
 		f.lastVerify = time.Now()
 	}

@@ -133,9 +133,6 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 			parentID = s.parentID
 		}
 		jr, s.src = o.Journal.begin(&o, parentID, src)
-	}
-	res, err = s.run(ctx, parent)
-	if jr != nil {
 		defer func() {
 			committed := ""
 			if err == nil {
@@ -147,9 +144,13 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 					res.Journal = &jr.use
 				}
 			}
-			jr.end(err, committed)
+			jr.end(err, committed, s.marked == 0)
 		}()
+		if jr.unchanged { // the journal saw nothing since the parent: nothing to read
+			return &Result{Parent: s.parentID, Unchanged: true, Elapsed: time.Since(start)}, nil
+		}
 	}
+	res, err = s.run(ctx, parent)
 	if err == nil && res.Unchanged {
 		s.markHome(head.Snapshot, head.Time)
 		res.Elapsed = time.Since(start)
@@ -300,6 +301,9 @@ type snapshotter struct {
 	cut        int
 	chain      []string
 	deltaLines int64
+	// marked counts the entries recorded as changed while read, which the
+	// next snapshot must read again.
+	marked int64
 }
 
 // item is one entry of a job; write means its header (and bytes) go into
@@ -697,6 +701,9 @@ func (s *snapshotter) sequence(ctx context.Context, j *job, w *repo.LazyUpload, 
 				e.Offset = offs[it.first]
 				e.Length = offs[it.last] + lens[it.last] - e.Offset
 			}
+		}
+		if e.Changed {
+			s.marked++
 		}
 		if err := mw.WriteOver(e, it.base); err != nil {
 			return err
