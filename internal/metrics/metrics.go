@@ -69,25 +69,25 @@ func New() *Metrics {
 			Name: "homesnap_snapshot_duration_seconds", Help: "Duration of snapshot attempts.",
 			Buckets: prometheus.ExponentialBuckets(0.1, 2, 14),
 		}),
-		snapshots:          vec("snapshots_total", "Snapshot attempts by result: committed, unchanged, failed.", "result"),
-		failures:           vec("failures_total", "Failed snapshot attempts by kind.", "kind"),
-		entries:            gauge("files_scanned", "Paths the last snapshot selected."),
-		changed:            gauge("files_changed", "Paths the last snapshot found new or changed."),
-		deleted:            gauge("files_deleted", "Paths of the parent the last snapshot found gone."),
-		archives:           gauge("head_archives", "Archives the newest snapshot references (what a restore reads)."),
-		leaseHeld:          gauge("lease_held", "1 while this process holds the store's one-writer lease."),
-		bytesRead:          counter("home_read_bytes_total", "Bytes of changed files read from the home."),
-		bytesStored:        counter("stored_bytes_total", "Archive bytes written to the store, as stored: compressed, and encrypted when the store is (snapshots and consolidations)."),
-		storeOps:           vec("store_operations_total", "Store operations by kind.", "op"),
-		storeErrors:        vec("store_errors_total", "Failed store operations by kind.", "op"),
-		storeBytes:         vec("store_bytes_total", "Bytes transferred to and from the store.", "direction"),
-		repackBytes:        counter("repack_written_bytes_total", "Bytes of the archives repacks wrote (the kept snapshots' live files copied out of mostly dead archives)."),
-		repacked:           counter("repacked_archives_total", "Archives repacks replaced; prune deletes them after the repack grace period."),
-		journalModes:       vec("journal_snapshots_total", "Successful snapshots of a sidecar with the change journal, by how they read the home: journal (only what changed), walk (a full walk: see journal_fallbacks_total), verify (the scheduled verification walk).", "mode"),
-		fallbacks:          vec("journal_fallbacks_total", "Snapshots that walked the whole home although the change journal is on, by reason.", "reason"),
-		journalWatches:     gauge("journal_watches", "Inotify watches the change journal holds (each costs about 1 KiB of kernel memory; fs.inotify.max_user_watches bounds them)."),
-		journalDifferences: counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored)."),
+		snapshots:   vec("snapshots_total", "Snapshot attempts by result: committed, unchanged, failed.", "result"),
+		failures:    vec("failures_total", "Failed snapshot attempts by kind.", "kind"),
+		entries:     gauge("files_scanned", "Paths the last snapshot selected."),
+		changed:     gauge("files_changed", "Paths the last snapshot found new or changed."),
+		deleted:     gauge("files_deleted", "Paths of the parent the last snapshot found gone."),
+		archives:    gauge("head_archives", "Archives the newest snapshot references (what a restore reads)."),
+		leaseHeld:   gauge("lease_held", "1 while this process holds the store's one-writer lease."),
+		bytesRead:   counter("home_read_bytes_total", "Bytes of changed files read from the home."),
+		bytesStored: counter("stored_bytes_total", "Archive bytes written to the store, as stored: compressed, and encrypted when the store is (snapshots and consolidations)."),
+		storeOps:    vec("store_operations_total", "Store operations by kind.", "op"),
+		storeErrors: vec("store_errors_total", "Failed store operations by kind.", "op"),
+		storeBytes:  vec("store_bytes_total", "Bytes transferred to and from the store.", "direction"),
+		repackBytes: counter("repack_written_bytes_total", "Bytes of the archives repacks wrote (the kept snapshots' live files copied out of mostly dead archives)."),
+		repacked:    counter("repacked_archives_total", "Archives repacks replaced; prune deletes them after the repack grace period."),
 	}
+	m.journalModes = vec("journal_snapshots_total", "Successful snapshots of a sidecar with the change journal, by how they read the home: journal (only what changed), walk (a full walk: see journal_fallbacks_total), verify (the scheduled verification walk).", "mode")
+	m.fallbacks = vec("journal_fallbacks_total", "Snapshots that walked the whole home although the change journal is on, by reason.", "reason")
+	m.journalWatches = gauge("journal_watches", "Inotify watches the change journal holds (each costs about 1 KiB of kernel memory; fs.inotify.max_user_watches bounds them).")
+	m.journalDifferences = counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored).")
 	f(m.duration)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
