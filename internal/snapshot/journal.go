@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 // interval the journal cannot vouch for are walked fully.
 //
 // The base the changes are re-walked onto is the parent's manifest,
-// streamed from the store a second time beside the merge, so memory stays
-// flat at a million entries at the cost of reading the manifest twice.
+// streamed once for both the rescan and the merge with the parent: memory
+// holds only the entries between the two (what the rescan skips or
+// replaces), not the home's.
 type Journal struct {
 	j           *journal.Journal
 	verifyEvery time.Duration
@@ -119,7 +121,12 @@ func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, sou
 	}
 	r.use.Mode = "journal"
 	r.unchanged = ch.Empty() && clean && !o.Force
-	return r, walk{entries: rescan}
+	return r, walk{rescan: func(ctx context.Context, base iter.Seq2[*archive.Entry, error], skipped scan.Skipped, fn func(*archive.Entry) error) error {
+		if len(ch.Inodes) > 0 { // Rescan reads its base twice: a reader of its own
+			base = repo.ManifestEntries(ctx, st, parent)
+		}
+		return journal.Rescan(ctx, home, sel, base, ch, skipped, fn)
+	}}
 }
 
 // end records how the snapshot ended: committed is the head it left (its

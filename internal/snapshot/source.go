@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"iter"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/scan"
@@ -24,12 +25,13 @@ type source interface {
 }
 
 // walk is the home's walk: what changed since the parent is written.
-// entries, when set, stands in for the full walk (the change journal's
-// rescan onto the parent); verify, when set, is compared with the full
+// rescan, when set, stands in for the full walk (the change journal's
+// rescan onto the parent's entries, base); verify, when set, is compared with the full
 // walk, which is what is recorded.
 type walk struct {
-	entries, verify func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error
-	differences     *int64 // counted by verify
+	rescan      func(ctx context.Context, base iter.Seq2[*archive.Entry, error], skipped scan.Skipped, fn func(*archive.Entry) error) error
+	verify      func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error
+	differences *int64 // counted by verify
 }
 
 func (walk) retires(string) bool { return false }
@@ -37,10 +39,13 @@ func (walk) headTree() bool      { return false }
 
 func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jobs *cutter, cnt *counts) error {
 	skipped := func(rel, why string) { s.o.Log.Debug().Str("path", rel).Msg("skipped: " + why) }
-	entries := w.entries
-	if entries == nil {
+	entries := func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error {
+		return scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, fn)
+	}
+	if w.rescan != nil {
+		base := old.base()
 		entries = func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error {
-			return scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, fn)
+			return w.rescan(ctx, base, skipped, fn)
 		}
 	}
 	add := func(e *archive.Entry) error {
