@@ -144,6 +144,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
+	if cfg.Journal != "auto" && cfg.Journal != "off" {
+		return usageError{fmt.Errorf("journal %q (--journal, HOMESNAP_JOURNAL): want auto or off", cfg.Journal)}
+	}
 	if cfg.Reencrypt {
 		return underLease(ctx, st, cfg.LeaseTTL, "re-encryption", "stop the sidecar writing to this store first (or wait for its lease to expire)", log,
 			func(ctx context.Context, fence func(store.Store) store.Store) error {
@@ -191,11 +194,15 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("snapshot failed")
 			return nil, reported{err}
 		}
+		ev := log.Info()
+		if res.Journal != nil { // how the home was read: journal, walk or verify
+			ev = ev.Str("journal", res.Journal.Mode)
+		}
 		if res.Unchanged {
-			log.Info().Str("parent", res.Parent).Msg("nothing changed since the last snapshot; none taken")
+			ev.Str("parent", res.Parent).Dur("elapsed", res.Elapsed).Msg("nothing changed since the last snapshot; none taken")
 			return res, nil
 		}
-		log.Info().Str("snapshot", res.ID).Str("parent", res.Parent).
+		ev.Str("snapshot", res.ID).Str("parent", res.Parent).
 			Int64("entries", res.Totals.Entries).Int64("files", res.Totals.Files).Int64("bytes", res.Totals.Bytes).
 			Int64("new_entries", res.Totals.New).Int64("new_bytes", res.Totals.NewBytes).Int64("deleted", res.Deleted).
 			Int("archives", len(res.Totals.Archives)).Int("manifests", len(res.Manifests)).Int64("manifest_lines", res.Totals.Lines).

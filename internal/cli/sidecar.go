@@ -39,12 +39,24 @@ type Sidecar struct {
 	TokenFile  string        `envconfig:"HOMESNAP_TRIGGER_TOKEN_FILE" flag:"trigger-token-file" desc:"file holding the bearer token POST /snapshot requires (a mounted Secret); without a token, POST /snapshot is off"`
 	Token      string        `envconfig:"HOMESNAP_TRIGGER_TOKEN" desc:"the bearer token POST /snapshot requires, when not in a file"`
 	TriggerGap time.Duration `envconfig:"HOMESNAP_TRIGGER_MIN_INTERVAL" default:"1m" flag:"trigger-min-interval" desc:"least time between two snapshots asked for with POST /snapshot; sooner requests get 429 and Retry-After (0: no spacing; still one at a time)"`
+
+	Journal       string        `envconfig:"HOMESNAP_JOURNAL" default:"auto" flag:"journal" desc:"auto: the sidecar follows changes with inotify and each snapshot reads only what changed (a full walk when the watches do not fit or an interval cannot be vouched for); off: every snapshot walks the whole home"`
+	JournalVerify time.Duration `envconfig:"HOMESNAP_JOURNAL_VERIFY_INTERVAL" default:"1h" flag:"journal-verify-interval" desc:"with the journal, walk the whole home this often and compare with what the journal gave; differences are logged and counted, and the walk's result is stored (0: never)"`
 }
 
 // sidecar runs snapshots every interval, on SIGUSR1 and on POST /snapshot,
 // and a final one when ctx ends (SIGTERM), until the final one is taken.
 func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, once func(context.Context, snapshot.Options) (*snapshot.Result, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
+	if cfg.Journal == "auto" {
+		if j, err := snapshot.OpenJournal(opts.Home, opts.Selector, cfg.JournalVerify); err != nil {
+			log.Warn().Err(err).Msg("no change journal: every snapshot walks the whole home")
+		} else {
+			defer j.Close()
+			opts.Journal = j
+			log.Info().Int("watches", j.Watches()).Dur("verify_interval", cfg.JournalVerify).Msg("change journal on: snapshots read only what changed")
+		}
+	}
 	r := runner.New(runner.Options{
 		Lease:      l,
 		RenewEvery: cfg.LeaseTTL / 3,

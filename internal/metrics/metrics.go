@@ -37,6 +37,9 @@ type Metrics struct {
 	storeOps, storeBytes      *prometheus.CounterVec
 	storeErrors               *prometheus.CounterVec
 	repackBytes, repacked     prometheus.Counter
+	journalModes, fallbacks   *prometheus.CounterVec
+	journalWatches            prometheus.Gauge
+	journalDifferences        prometheus.Counter
 }
 
 // New registers the collectors (and the Go runtime's) on a fresh registry.
@@ -81,6 +84,10 @@ func New() *Metrics {
 		repackBytes: counter("repack_written_bytes_total", "Bytes of the archives repacks wrote (the kept snapshots' live files copied out of mostly dead archives)."),
 		repacked:    counter("repacked_archives_total", "Archives repacks replaced; prune deletes them after the repack grace period."),
 	}
+	m.journalModes = vec("journal_snapshots_total", "Successful snapshots of a sidecar with the change journal, by how they read the home: journal (only what changed), walk (a full walk: see journal_fallbacks_total), verify (the scheduled verification walk).", "mode")
+	m.fallbacks = vec("journal_fallbacks_total", "Snapshots that walked the whole home although the change journal is on, by reason.", "reason")
+	m.journalWatches = gauge("journal_watches", "Inotify watches the change journal holds (each costs about 1 KiB of kernel memory; fs.inotify.max_user_watches bounds them).")
+	m.journalDifferences = counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored).")
 	f(m.duration)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -119,6 +126,14 @@ func (m *Metrics) Observe(start, end time.Time, res *snapshot.Result, err error)
 		m.deleted.Set(float64(res.Deleted))
 		m.archives.Set(float64(len(res.Totals.Archives)))
 		m.bytesRead.Add(float64(res.Totals.NewBytes))
+	}
+	if j := res.Journal; j != nil {
+		m.journalModes.WithLabelValues(j.Mode).Inc()
+		if j.Fallback != "" {
+			m.fallbacks.WithLabelValues(j.Fallback).Inc()
+		}
+		m.journalDifferences.Add(float64(j.Differences))
+		m.journalWatches.Set(float64(j.Watches))
 	}
 	m.lastSuccess.Set(float64(end.Unix()))
 }

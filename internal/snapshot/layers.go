@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 
 	"github.com/homesnap/homesnap/internal/archive"
@@ -73,12 +74,41 @@ type parentCursor struct {
 	ok         bool // top or below is set, at path
 	path       string
 	top, below *archive.Entry
+	// While the parent's entries are also the base of a rescan (base),
+	// what one of the two read from m and the other has not reached yet.
+	shared             bool
+	forCursor, forBase []pair
 }
+
+type pair struct{ top, below *archive.Entry }
 
 func (c *parentCursor) next() error {
 	c.ok, c.top, c.below = false, nil, nil
+	p, ok, err := c.pull(&c.forCursor, &c.forBase)
+	if !ok || err != nil {
+		return err
+	}
+	c.ok, c.top, c.below = true, p.top, p.below
+	if p.top != nil {
+		c.path = p.top.Path
+		c.s.parentCensus.add(p.top)
+	} else {
+		c.path = p.below.Path
+	}
+	return nil
+}
+
+// pull takes the next pair from own, or reads it, leaving it for the
+// other reader while the entries are shared.
+func (c *parentCursor) pull(own, other *[]pair) (pair, bool, error) {
+	if len(*own) > 0 {
+		p := (*own)[0]
+		(*own)[0] = pair{}
+		*own = (*own)[1:]
+		return p, true, nil
+	}
 	if c.m == nil {
-		return nil
+		return pair{}, false, nil
 	}
 	cut := c.s.cut
 	if c.s.base == "" {
@@ -87,19 +117,43 @@ func (c *parentCursor) next() error {
 	top, below, err := c.m.NextPair(cut)
 	if errors.Is(err, io.EOF) {
 		c.m = nil
-		return nil
+		return pair{}, false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("parent snapshot %s: %w", c.s.parentID, err)
+		return pair{}, false, fmt.Errorf("parent snapshot %s: %w", c.s.parentID, err)
 	}
-	c.ok, c.top, c.below = true, top, below
-	if top != nil {
-		c.path = top.Path
-		c.s.parentCensus.add(top)
-	} else {
-		c.path = below.Path
+	p := pair{top, below}
+	if c.shared {
+		*other = append(*other, p)
 	}
-	return nil
+	return p, true, nil
+}
+
+// base yields the parent's entries from the cursor's own reader, so that
+// a rescan onto them and the merge with its result read the manifest once
+// between them. It is ranged over once, before the cursor moves past the
+// entry it is at; the two hold apart only the pairs between them.
+func (c *parentCursor) base() iter.Seq2[*archive.Entry, error] {
+	c.shared = true
+	if c.ok {
+		c.forBase = append(c.forBase, pair{c.top, c.below})
+	}
+	return func(yield func(*archive.Entry, error) bool) {
+		defer func() { c.shared, c.forBase = false, nil }()
+		for {
+			p, ok, err := c.pull(&c.forBase, &c.forCursor)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !ok {
+				return
+			}
+			if p.top != nil && !yield(p.top, nil) {
+				return
+			}
+		}
+	}
 }
 
 // gone handles a path the walk no longer finds: a deletion since the

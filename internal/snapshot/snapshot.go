@@ -58,6 +58,9 @@ type Options struct {
 	// head from before (no Seq) is not trusted, so the snapshot reads
 	// nothing from it and is a full one.
 	Authenticated bool
+	// Journal, when set, lets the snapshot re-walk only what changed since
+	// this process's previous snapshot (the sidecar's change journal).
+	Journal *Journal
 }
 
 // Result describes a committed (or skipped) snapshot.
@@ -72,6 +75,8 @@ type Result struct {
 	Manifests []string
 	Stored    int64 // compressed archive bytes written
 	Elapsed   time.Duration
+	// Journal says how the snapshot used Options.Journal (nil without one).
+	Journal *JournalUse
 }
 
 // Snapshot takes one snapshot of the selected paths of the home. Only the
@@ -84,7 +89,7 @@ func Snapshot(ctx context.Context, o Options) (*Result, error) {
 }
 
 // take takes one snapshot of what src gives, over the head.
-func take(ctx context.Context, o Options, src source) (*Result, error) {
+func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 	start := time.Now()
 	if err := homemark.Check(o.Home, false); err != nil {
 		return nil, err
@@ -121,9 +126,34 @@ func take(ctx context.Context, o Options, src source) (*Result, error) {
 			return nil, err
 		}
 	}
-	res, err := s.run(ctx, parent)
+	var jr *journalRun
+	if o.Journal != nil {
+		parentID := ""
+		if parent != nil {
+			parentID = s.parentID
+		}
+		jr, s.src = o.Journal.begin(&o, parentID, src)
+		defer func() {
+			committed := ""
+			if err == nil {
+				committed = res.ID
+				if res.Unchanged {
+					committed = res.Parent
+				}
+				if jr.use.Mode != "" {
+					res.Journal = &jr.use
+				}
+			}
+			jr.end(err, committed, s.marked == 0)
+		}()
+		if jr.unchanged { // the journal saw nothing since the parent: nothing to read
+			return &Result{Parent: s.parentID, Unchanged: true, Elapsed: time.Since(start)}, nil
+		}
+	}
+	res, err = s.run(ctx, parent)
 	if err == nil && res.Unchanged {
 		s.markHome(head.Snapshot, head.Time)
+		res.Elapsed = time.Since(start)
 	}
 	if err != nil || res.Unchanged {
 		s.discard(ctx, err)
@@ -271,6 +301,9 @@ type snapshotter struct {
 	cut        int
 	chain      []string
 	deltaLines int64
+	// marked counts the entries recorded as changed while read, which the
+	// next snapshot must read again.
+	marked int64
 }
 
 // item is one entry of a job; write means its header (and bytes) go into
@@ -668,6 +701,9 @@ func (s *snapshotter) sequence(ctx context.Context, j *job, w *repo.LazyUpload, 
 				e.Offset = offs[it.first]
 				e.Length = offs[it.last] + lens[it.last] - e.Offset
 			}
+		}
+		if e.Changed {
+			s.marked++
 		}
 		if err := mw.WriteOver(e, it.base); err != nil {
 			return err

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"iter"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/scan"
@@ -24,14 +25,30 @@ type source interface {
 }
 
 // walk is the home's walk: what changed since the parent is written.
-type walk struct{}
+// rescan, when set, stands in for the full walk (the change journal's
+// rescan onto the parent's entries, base); verify, when set, is compared with the full
+// walk, which is what is recorded.
+type walk struct {
+	rescan      func(ctx context.Context, base iter.Seq2[*archive.Entry, error], skipped scan.Skipped, fn func(*archive.Entry) error) error
+	verify      func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error
+	differences *int64 // counted by verify
+}
 
 func (walk) retires(string) bool { return false }
 func (walk) headTree() bool      { return false }
 
-func (walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jobs *cutter, cnt *counts) error {
+func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jobs *cutter, cnt *counts) error {
 	skipped := func(rel, why string) { s.o.Log.Debug().Str("path", rel).Msg("skipped: " + why) }
-	err := scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, func(e *archive.Entry) error {
+	entries := func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error {
+		return scan.Walk(ctx, s.o.Home, s.o.Selector, skipped, fn)
+	}
+	if w.rescan != nil {
+		base := old.base()
+		entries = func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error {
+			return w.rescan(ctx, base, skipped, fn)
+		}
+	}
+	add := func(e *archive.Entry) error {
 		for old.ok && archive.ComparePaths(old.path, e.Path) < 0 {
 			if err := s.gone(jobs, old, cnt); err != nil {
 				return err
@@ -64,7 +81,15 @@ func (walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jobs
 			it.write = !e.Implied
 		}
 		return jobs.add(it)
-	})
+	}
+	var done func(error) error
+	if w.verify != nil {
+		add, done = verifyAgainst(ctx, s.o.Log, w.verify, w.differences, add)
+	}
+	err := entries(ctx, skipped, add)
+	if done != nil {
+		err = done(err)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/homesnap/homesnap/internal/testhome"
+)
+
+// TestSidecarJournalSnapshotsReadOnlyWhatChanged: with the change
+// journal on, the sidecar's snapshots after the first are driven by what
+// the Jenkins user changed in between, and each restores to the home; a
+// failed snapshot sends the next one back to a full walk, which says why.
+func TestSidecarJournalSnapshotsReadOnlyWhatChanged(t *testing.T) {
+	home, _, _ := writerWorld(t)
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chown", "-R", "1000:1000", home).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+	storeDir := t.TempDir()
+	s := startSidecar(t, home, storeDir, "--journal", "auto")
+	s.waitLog(t, regexp.MustCompile(`"reason":"started"[^\n]*full walk`), 1)
+	s.waitLog(t, committed, 1)
+	s.waitLog(t, regexp.MustCompile(`change journal on`), 1)
+
+	restoresToHome := func(step string) {
+		t.Helper()
+		target := t.TempDir()
+		ok(t, run(t, "restore", nil, "--home", target, "--store", storeDir))
+		same(t, step+": restore of the newest snapshot", selectedTree(t, home), wholeTree(t, target))
+	}
+	journalDriven := regexp.MustCompile(`"journal":"journal"[^\n]*snapshot committed`)
+	steps := []struct{ name, script string }{
+		{"create and chmod", `mkdir -p jobs/new-job/builds/1
+echo '<build/>' > jobs/new-job/builds/1/build.xml
+echo '<project/>' > jobs/new-job/config.xml
+chmod 600 nodes/agent-1/config.xml`},
+		{"a write that restores size and mtime", `mkdir -p workspace
+ref=workspace/mtime-ref
+touch -r jobs/test/config.xml "$ref"
+printf X | dd of=jobs/test/config.xml bs=1 count=1 conv=notrunc 2>/dev/null
+touch -r "$ref" jobs/test/config.xml
+rm -f "$ref"`},
+		{"rename a directory and delete a build", `mv jobs/test jobs/test-renamed
+rm -rf jobs/parameterized-windows/builds/1`},
+	}
+	for i, st := range steps {
+		asJenkins(t, home, st.script)
+		s.cmd.Process.Signal(syscall.SIGUSR1)
+		s.waitLog(t, committed, i+2)
+		s.waitLog(t, journalDriven, i+1)
+		restoresToHome(st.name)
+	}
+	_, metrics := s.getUntil(t, "/metrics", func(_ int, body string) bool {
+		return strings.Contains(body, `homesnap_journal_snapshots_total{mode="journal"} 3`)
+	})
+	for _, want := range []string{
+		`homesnap_journal_snapshots_total{mode="journal"} 3`,
+		`homesnap_journal_snapshots_total{mode="walk"} 1`,
+		`homesnap_journal_fallbacks_total{reason="started"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, `reason="parent"`) || strings.Contains(metrics, `reason="overflow"`) {
+		t.Errorf("unexpected fallbacks:\n%s", grepLines(metrics, "journal"))
+	}
+	if m := regexp.MustCompile(`homesnap_journal_watches (\d+)`).FindStringSubmatch(metrics); m == nil || m[1] == "0" {
+		t.Errorf("homesnap_journal_watches missing or 0:\n%s", grepLines(metrics, "journal"))
+	}
+
+	// The shrink guard refuses a snapshot: the changes it took were not
+	// applied, so the next one walks everything and says why.
+	asJenkins(t, home, `mkdir -p workspace && mv secrets workspace/secrets-away && mv nodes workspace/nodes-away`)
+	s.cmd.Process.Signal(syscall.SIGUSR1)
+	s.waitLog(t, regexp.MustCompile(`snapshot failed`), 1)
+	asJenkins(t, home, `mv workspace/secrets-away secrets && mv workspace/nodes-away nodes`)
+	s.cmd.Process.Signal(syscall.SIGUSR1)
+	s.waitLog(t, regexp.MustCompile(`"reason":"invalidated"[^\n]*full walk`), 1)
+	s.waitLog(t, regexp.MustCompile(`"journal":"walk"[^\n]*(snapshot committed|nothing changed)`), 2)
+	restoresToHome("after the fallback")
+	_, metrics = s.getUntil(t, "/metrics", func(_ int, body string) bool {
+		return strings.Contains(body, `homesnap_journal_fallbacks_total{reason="invalidated"}`)
+	})
+	if !strings.Contains(metrics, `homesnap_journal_fallbacks_total{reason="invalidated"} 1`) {
+		t.Errorf("/metrics lacks the invalidated fallback:\n%s", grepLines(metrics, "journal"))
+	}
+
+	// And the journal drives the next one again.
+	asJenkins(t, home, `echo '<build/>' > jobs/new-job/builds/1/log`)
+	s.cmd.Process.Signal(syscall.SIGUSR1)
+	s.waitLog(t, journalDriven, len(steps)+1)
+	restoresToHome("after the journal resumed")
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("sidecar exit: %v\n%s", err, s.stderr.String())
+	}
+}
+
+// TestSidecarJournalOff: --journal=off walks every time and says nothing
+// of a journal.
+func TestSidecarJournalOff(t *testing.T) {
+	home, storeDir := t.TempDir(), t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	s := startSidecar(t, home, storeDir, "--journal", "off")
+	s.waitLog(t, committed, 1)
+	_, metrics := s.getUntil(t, "/metrics", func(_ int, body string) bool {
+		return strings.Contains(body, `homesnap_snapshots_total{result="committed"} 1`)
+	})
+	if strings.Contains(s.stderr.String(), `"journal":`) || strings.Contains(metrics, "homesnap_journal_snapshots_total{") {
+		t.Errorf("--journal=off used a journal:\n%s\n%s", s.stderr.String(), grepLines(metrics, "journal"))
+	}
+	if r := run(t, "snapshot", nil, "--home", home, "--store", t.TempDir(), "--journal", "sometimes"); r.code != 2 || !strings.Contains(r.stderr, "--journal") {
+		t.Errorf("--journal=sometimes: exit %d, want 2 naming --journal:\n%s", r.code, r.stderr)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+}
+
+func grepLines(s, word string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strconv.Itoa(len(out)) + " lines:\n" + strings.Join(out, "\n")
+}

@@ -1,0 +1,219 @@
+package snapshot_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/testhome"
+)
+
+func journalSnap(t *testing.T, home string, st store.Store, j *snapshot.Journal) *snapshot.Result {
+	t.Helper()
+	res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j})
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if res.Journal == nil {
+		t.Fatal("the snapshot does not say how it used the journal")
+	}
+	return res
+}
+
+func openJournal(t *testing.T, home string, verifyEvery time.Duration) *snapshot.Journal {
+	t.Helper()
+	j, err := snapshot.OpenJournal(home, snaptest.Jenkins(t), verifyEvery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// assertManifestIsWalk checks that snapshot id's manifest has exactly the
+// entries a full walk of home reports now, with the same metadata.
+func assertManifestIsWalk(t *testing.T, home string, st store.Store, id string) {
+	t.Helper()
+	var walked []*archive.Entry
+	if err := scan.Walk(context.Background(), home, snaptest.Jenkins(t), nil, func(e *archive.Entry) error {
+		walked = append(walked, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for e, err := range repo.ManifestEntries(context.Background(), st, id) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(walked) {
+			t.Fatalf("manifest has %s, the walk does not", e.Path)
+		}
+		if w := walked[i]; w.Path != e.Path || !w.SameMeta(e) || w.Implied != e.Implied {
+			t.Fatalf("manifest entry %d: %+v, the walk finds %+v", i, e, w)
+		}
+		i++
+	}
+	if i != len(walked) {
+		t.Fatalf("manifest has %d entries, the walk %d (first missing: %s)", i, len(walked), walked[i].Path)
+	}
+}
+
+// churn changes the home the ways a journal could miss: create, chmod,
+// a directory renamed, a subtree deleted, and a write that puts size and
+// mtime back.
+func churn(t *testing.T, home string, round int) {
+	t.Helper()
+	p := func(rel string) string { return filepath.Join(home, filepath.FromSlash(rel)) }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch round {
+	case 0:
+		testhome.Change(t, home)
+	case 1:
+		must(os.Rename(p("jobs/test/builds/3"), p("jobs/test/builds/4")))
+		must(os.Chmod(p("jobs/test/config.xml"), 0o600))
+		snaptest.Write(t, home, "nodes/agent-9/config.xml", "<slave/>\n")
+	case 2:
+		f := p("jobs/test/config.xml")
+		st, err := os.Stat(f)
+		must(err)
+		data, err := os.ReadFile(f)
+		must(err)
+		data[0] ^= 1 // same size
+		must(os.WriteFile(f, data, 0o600))
+		must(os.Chtimes(f, st.ModTime(), st.ModTime())) // same mtime: only the ctime tells
+		must(os.RemoveAll(p("nodes/agent-9")))
+	}
+}
+
+func TestJournalSnapshotsEqualWalks(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	j := openJournal(t, home, 0)
+	first := journalSnap(t, home, st, j)
+	if first.Journal.Mode != "walk" || first.Journal.Fallback != "started" {
+		t.Fatalf("first snapshot used the journal as %+v, want a full walk (started)", *first.Journal)
+	}
+	if first.Journal.Watches == 0 {
+		t.Error("no watches counted")
+	}
+	last := first
+	for round := range 3 {
+		churn(t, home, round)
+		want := snaptest.Selected(t, home)
+		res := journalSnap(t, home, st, j)
+		if res.Journal.Mode != "journal" || res.Unchanged || res.Parent != last.ID {
+			t.Fatalf("round %d: %+v (journal %+v), want a journal-driven snapshot over %s", round, res, *res.Journal, last.ID)
+		}
+		assertManifestIsWalk(t, home, st, res.ID)
+		target := t.TempDir()
+		if err := restoreInto(target, st, res.ID); err != nil {
+			t.Fatal(err)
+		}
+		snaptest.AssertSame(t, want, snaptest.All(t, target))
+		last = res
+	}
+	if res := journalSnap(t, home, st, j); !res.Unchanged || res.Journal.Mode != "journal" {
+		t.Fatalf("nothing changed: %+v (journal %+v), want unchanged through the journal", res, *res.Journal)
+	}
+	// A consolidation rewrites the head's tree: the journal follows it.
+	rw, err := snapshot.Rewrite(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j}, []string{first.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaptest.Write(t, home, "jobs/after-rewrite/config.xml", "<project/>\n")
+	res := journalSnap(t, home, st, j)
+	if res.Journal.Mode != "journal" || res.Parent != rw.ID {
+		t.Fatalf("over a consolidation: %+v (journal %+v), want a journal-driven snapshot over %s", res, *res.Journal, rw.ID)
+	}
+	assertManifestIsWalk(t, home, st, res.ID)
+	last = res
+	// A forced walk over the journal's last snapshot finds every entry as
+	// the journal left it: the manifests are equal, line for line.
+	walked, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, st, last.ID)
+	want := collect(t, st, walked.ID)
+	if len(got) != len(want) {
+		t.Fatalf("journal manifest has %d entries, walk manifest %d", len(got), len(want))
+	}
+	for i := range got {
+		if !got[i].Equal(want[i]) {
+			t.Errorf("entry %d: journal %+v, walk %+v", i, got[i], want[i])
+		}
+	}
+	// That snapshot was another writer's: the journal walks fully.
+	if res := journalSnap(t, home, st, j); res.Journal.Mode != "walk" || res.Journal.Fallback != "parent" {
+		t.Fatalf("over another writer's snapshot: journal %+v, want a full walk (parent)", *res.Journal)
+	}
+}
+
+func collect(t *testing.T, st store.Store, id string) []*archive.Entry {
+	t.Helper()
+	var es []*archive.Entry
+	for e, err := range repo.ManifestEntries(context.Background(), st, id) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	return es
+}
+
+// A second name in a directory the journal does not watch changes a
+// file's ctime unheard (see internal/journal): the verification walk
+// finds it, counts it, and its entries are the ones stored.
+func TestJournalVerificationWalkFindsWhatTheJournalMissed(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	j := openJournal(t, home, time.Nanosecond) // every snapshot over the journal's base verifies
+	journalSnap(t, home, st, j)
+	res := journalSnap(t, home, st, j)
+	if res.Journal.Mode != "verify" || res.Journal.Differences != 0 || !res.Unchanged {
+		t.Fatalf("verification of an unchanged home: %+v (journal %+v)", res, *res.Journal)
+	}
+	if err := os.MkdirAll(filepath.Join(home, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(home, "jobs/test/config.xml"), filepath.Join(home, "workspace/config.xml")); err != nil {
+		t.Fatal(err)
+	}
+	res = journalSnap(t, home, st, j)
+	if res.Journal.Mode != "verify" || res.Journal.Differences != 1 || res.Unchanged {
+		t.Fatalf("verification after an unheard change: %+v (journal %+v), want 1 difference, stored", res, *res.Journal)
+	}
+	assertManifestIsWalk(t, home, st, res.ID)
+}
+
+// A failed snapshot took changes it did not apply: the next one walks.
+func TestJournalWalksAfterAFailedSnapshot(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	j := openJournal(t, home, 0)
+	journalSnap(t, home, st, j)
+	testhome.Change(t, home)
+	o := snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j,
+		BeforeCommit: func(context.Context) error { return os.ErrPermission }}
+	if _, err := snapshot.Snapshot(context.Background(), o); err == nil {
+		t.Fatal("the guard did not refuse the snapshot")
+	}
+	res := journalSnap(t, home, st, j)
+	if res.Journal.Mode != "walk" || res.Journal.Fallback != "invalidated" {
+		t.Fatalf("after a failed snapshot: journal %+v, want a full walk (invalidated)", *res.Journal)
+	}
+	assertManifestIsWalk(t, home, st, res.ID)
+}
