@@ -14,9 +14,12 @@ import (
 // store without walking the home). A restore into that home then decides
 // as it would have had the walked snapshot stayed the head: nothing to do
 // when the home is unchanged, a delta back to an older snapshot with --at,
-// and skip-newer once Jenkins wrote to it. The consolidation used to mark
-// the home with an empty fingerprint, so an unchanged home read as changed
-// and --at was refused as diverged.
+// nothing when the consolidated head is named (which walks the home and
+// compares the fingerprint the consolidation carried), and, once Jenkins
+// wrote to it, nothing for the head with the new build kept (a mark naming
+// the head is not walked). It used to mark the home with an empty
+// fingerprint, so an unchanged home read as changed and --at was refused
+// as diverged.
 func TestRestoreDecidesAlikeAfterAConsolidation(t *testing.T) {
 	// One large archive, then small ones: the small ones are merged once
 	// the head points into more than two.
@@ -58,9 +61,10 @@ func TestRestoreDecidesAlikeAfterAConsolidation(t *testing.T) {
 	restore("--at the first snapshot after a consolidation", "delta", "--at", idTime(t, first).Add(time.Millisecond).Format(time.RFC3339Nano))
 	same(t, "the home restored to the first snapshot", wantFirst, selectedTree(t, home))
 
-	consolidate()
+	head = consolidate()
+	restore("unchanged home after a consolidation, the head named", "nothing", "--snapshot", head)
 	writeRandom(t, home, "jobs/test/builds/99/log", 100)
-	restore("home changed after a consolidation", "skip-newer")
+	restore("home changed after a consolidation", "nothing")
 	if _, err := os.Stat(filepath.Join(home, "jobs/test/builds/99/log")); err != nil {
 		t.Fatalf("the new build did not survive: %v", err)
 	}
