@@ -84,6 +84,9 @@ func TestRequestsAreSentWhileTheWorkersRead(t *testing.T) {
 	st := &slowStore{Store: base}
 	workers := fetch.NewWorkers(jobs)
 	release, dispatched := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failed test lets its workers go
 	f := &fetch.Fetcher{Store: st, Fetched: new(atomic.Int64), Verb: "check", File: func(e *archive.Entry, src io.Reader) error {
 		<-release
 		return fetch.ReadChecked(src, e, nil)
@@ -120,7 +123,7 @@ func TestRequestsAreSentWhileTheWorkersRead(t *testing.T) {
 	if _, most := st.opened(); most != want {
 		t.Fatalf("%d requests were open at once, want at most %d", most, want)
 	}
-	close(release)
+	free()
 	<-dispatched
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)

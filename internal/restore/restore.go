@@ -31,7 +31,7 @@ type Options struct {
 	Home     string
 	Store    store.Store
 	Snapshot string // empty: the newest
-	Jobs     int    // ranged reads read at once; 0 means 8 (fetch.OpenAhead more wait with their request sent)
+	Jobs     int    // runs read and decoded at once; 0 means 8 (fetch.OpenAhead more may have their request sent)
 	// AllowEmpty makes a store without snapshots a successful no-op (first
 	// boot of an init container) instead of an error.
 	AllowEmpty bool
