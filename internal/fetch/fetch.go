@@ -89,6 +89,31 @@ func (b *RunBuilder) Flush() {
 	clear(b.open)
 }
 
+// Workers bounds how many runs are read and decoded at once (FetchWith).
+// A run sends its request before it takes a worker, so the round trip to
+// its first byte passes while the workers still read earlier runs instead
+// of leaving one of them idle: through 20 ms of latency, every run's
+// request used to cost its worker that long (and far longer on a loaded
+// machine) before any byte arrived.
+type Workers chan struct{}
+
+// NewWorkers makes room for n runs being read at once.
+func NewWorkers(n int) Workers { return make(Workers, n) }
+
+// InFlight is how many runs to start at once: the workers' plus
+// OpenAhead waiting for one with their requests sent.
+func (w Workers) InFlight() int { return cap(w) + OpenAhead }
+
+// OpenAhead is how many runs may have their request sent while every
+// worker is busy. A worker finishes a run (up to 32 MiB or 2,048 files)
+// every few tenths of a second, so with the default 8 workers one frees
+// every few tens of milliseconds: 4 requests ahead cover a round trip of
+// 4 such turns (some 100-200 ms), more than a store's usual first-byte
+// latency. A waiting run holds only its entries (at most maxRunFiles) and
+// an unread response, whose bytes wait in the socket, not in memory; more
+// would only add to the entries held.
+const OpenAhead = 4
+
 // ErrMissing is wrapped (with archive.ErrCorrupt) by the error of a run
 // whose archive is not in the store.
 var ErrMissing = errors.New("is missing")
@@ -111,6 +136,12 @@ type Fetcher struct {
 // may decode only what its entries account for (archive.MaxDecoded), so a
 // crafted range cannot make a restore decode more than an honest one.
 func (f *Fetcher) Fetch(ctx context.Context, rn *Run) error {
+	return f.FetchWith(ctx, nil, rn)
+}
+
+// FetchWith is Fetch holding one of w's workers (nil: none) while it reads
+// and decodes, but not while its request waits for the store's answer.
+func (f *Fetcher) FetchWith(ctx context.Context, w Workers, rn *Run) error {
 	key := repo.ArchiveKey(rn.Archive)
 	where := fmt.Sprintf("%s (bytes %d-%d)", repo.Name(f.Store, key), rn.start, rn.end-1)
 	rc, err := f.Store.Get(ctx, key, rn.start, rn.end-rn.start)
@@ -121,6 +152,14 @@ func (f *Fetcher) Fetch(ctx context.Context, rn *Run) error {
 		return fmt.Errorf("read %s: %w%s", where, err, f.Note)
 	}
 	defer rc.Close()
+	if w != nil {
+		select {
+		case w <- struct{}{}:
+			defer func() { <-w }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	src := &CountingReader{R: rc, N: f.Fetched}
 	slices.SortStableFunc(rn.entries, func(a, b *archive.Entry) int { return cmp.Compare(a.Offset, b.Offset) })
 	pos := rn.start

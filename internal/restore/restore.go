@@ -31,7 +31,7 @@ type Options struct {
 	Home     string
 	Store    store.Store
 	Snapshot string // empty: the newest
-	Jobs     int    // parallel ranged reads; 0 means 8
+	Jobs     int    // runs read and decoded at once; 0 means 8 (fetch.OpenAhead more may have their request sent)
 	// AllowEmpty makes a store without snapshots a successful no-op (first
 	// boot of an init container) instead of an error.
 	AllowEmpty bool
@@ -256,6 +256,7 @@ type restorer struct {
 	plan      plan
 	filter    *fetch.Filter   // the staging pass's
 	removeSet map[string]bool // paths the commit removes (for BeforeCommit's view)
+	manifests *manifestCopies // the manifest as the staging pass read it (nil in a dry run)
 }
 
 func (r *restorer) run(ctx context.Context) (err error) {
@@ -356,6 +357,7 @@ func (r *restorer) makeStage() error {
 		return fmt.Errorf("create staging directory: %w", err)
 	}
 	r.tree, err = openDirAt(r.stageFD, "tree")
+	r.manifests = newManifestCopies(r.o.Store, r.stageFD)
 	return err
 }
 
@@ -424,6 +426,7 @@ func lockHome(fd int, home string) error {
 }
 
 func (r *restorer) closeFDs() {
+	r.manifests.close()
 	for _, fd := range []int{r.home, r.stageFD, r.tree, r.disp} {
 		if fd >= 0 {
 			unix.Close(fd)
@@ -434,7 +437,11 @@ func (r *restorer) closeFDs() {
 func (r *restorer) abs(rel string) string { return filepath.Join(r.o.Home, filepath.FromSlash(rel)) }
 
 func (r *restorer) openPlan(ctx context.Context) (*fetch.Plan, error) {
-	pr, err := fetch.OpenPlan(ctx, r.o.Store, r.id, r.o.Selector, r.o.Include, r.o.Exclude)
+	st := r.o.Store
+	if r.manifests != nil {
+		st = r.manifests
+	}
+	pr, err := fetch.OpenPlan(ctx, st, r.id, r.o.Selector, r.o.Include, r.o.Exclude)
 	if err == nil {
 		pr.Filter.KeepModes = r.o.KeepModes
 	}

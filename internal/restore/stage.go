@@ -50,9 +50,10 @@ func (r *restorer) stage(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(sctx)
-	g.SetLimit(r.o.Jobs)
+	workers := fetch.NewWorkers(r.o.Jobs)
+	g.SetLimit(workers.InFlight())
 	serr := r.stageEntries(gctx, pr, func(rn *fetch.Run) {
-		g.Go(func() error { return r.fetch.Fetch(gctx, rn) })
+		g.Go(func() error { return r.fetch.FetchWith(gctx, workers, rn) })
 	})
 	if serr != nil {
 		cancel() // stop the workers before the staging area is removed
