@@ -44,13 +44,12 @@ type result struct {
 // run executes a binary with a clean HOMESNAP_* environment plus env.
 func run(t *testing.T, name string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, name), args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HOMESNAP_") && !strings.HasPrefix(kv, "JENKINS_HOME=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
+	return execute(t, command(name, env, args...))
+}
+
+// execute runs cmd to its end and returns its exit status and output.
+func execute(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,16 +16,7 @@ func runAsJenkins(t *testing.T, name string, env []string, args ...string) resul
 	t.Helper()
 	cmd := command(name, env, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1000, Gid: 1000}}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, strings.TrimSpace(out.String()), errb.String()}
+	return execute(t, cmd)
 }
 
 // TestPVRestartDecidesWithoutAWalk: on a persistent volume whose mark

@@ -411,7 +411,7 @@ func removeAt(dir int, name string) error {
 	}
 	unix.Fchmod(fd, 0o700) // entries can be unlinked only from a writable directory
 	for {
-		names, err := readNames(fd)
+		names, err := ReadNames(fd)
 		if err != nil {
 			unix.Close(fd)
 			return err
@@ -457,7 +457,7 @@ func removeEmptyDirsAt(dir int, name string) (bool, error) {
 		return false, err
 	}
 	defer unix.Close(fd)
-	names, err := readNames(fd)
+	names, err := ReadNames(fd)
 	if err != nil {
 		return false, err
 	}
@@ -476,9 +476,9 @@ func removeEmptyDirsAt(dir int, name string) (bool, error) {
 	return true, unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
 
-// readNames lists the entries of an open directory (without . and ..)
+// ReadNames lists the entries of an open directory (without . and ..)
 // from its start.
-func readNames(fd int) ([]string, error) {
+func ReadNames(fd int) ([]string, error) {
 	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
 		return nil, err
 	}

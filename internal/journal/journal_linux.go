@@ -466,7 +466,7 @@ func (j *Journal) watchTree(parent *node, name string, old *node) {
 // watchBelow lists the open directory fd (node n at rel) and watches what
 // lies below it.
 func (j *Journal) watchBelow(fd int, n *node, rel string, old *node) {
-	names, err := readNames(fd)
+	names, err := homefs.ReadNames(fd)
 	if errors.Is(err, unix.ENOENT) {
 		return // deleted since it was opened: its delete is an event
 	}
@@ -707,26 +707,4 @@ func readSysctl(name string) string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// readNames lists an open directory from its start.
-func readNames(fd int) ([]string, error) {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 32<<10)
-	var names []string
-	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
 }
