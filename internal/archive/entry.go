@@ -144,7 +144,9 @@ func CheckPath(p string) error {
 	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) {
 		return fmt.Errorf("%w %q: must be relative and non-empty", ErrUnsafePath, p)
 	}
-	for _, c := range strings.Split(p, "/") {
+	for rest, more := p, true; more; { // by component, without allocating: every manifest line is checked
+		var c string
+		c, rest, more = strings.Cut(rest, "/")
 		if c == "" || c == "." || c == ".." {
 			return fmt.Errorf("%w %q: contains an empty, \".\" or \"..\" component", ErrUnsafePath, p)
 		}

@@ -326,7 +326,10 @@ func (m *ManifestReader) Next() (*Entry, error) {
 		return nil, io.EOF
 	}
 	e := new(Entry)
-	if err := parseEntry(line, e); err != nil {
+	if m.archives == nil {
+		m.archives = map[string]string{}
+	}
+	if err := parseEntry(line, e, m.archives); err != nil {
 		return nil, fmt.Errorf("%w manifest after entry %d: %v", ErrCorrupt, m.n, err)
 	}
 	if err := CheckPath(e.Path); err != nil {
@@ -351,14 +354,6 @@ func (m *ManifestReader) Next() (*Entry, error) {
 		}
 	default:
 		return nil, fmt.Errorf("%w manifest: %q has unknown type %q", ErrCorrupt, e.Path, e.Type)
-	}
-	if id, ok := m.archives[e.Archive]; ok {
-		e.Archive = id
-	} else if e.Archive != "" {
-		if m.archives == nil {
-			m.archives = map[string]string{}
-		}
-		m.archives[e.Archive] = e.Archive
 	}
 	m.last = e.Path
 	m.n++
