@@ -45,6 +45,7 @@ func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.
 		}
 	}
 	items := (&Changes{Paths: paths}).sorted()
+	defer prefetch(ctx, root, items)()
 
 	r := &rescan{ctx: ctx, home: home, root: root, sel: sel, skipped: skipped, paths: paths, tree: "\x00",
 		out: emitter{root: root, sel: sel, fn: fn}}
