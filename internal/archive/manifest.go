@@ -195,6 +195,12 @@ type ManifestReader struct {
 	last   string
 	n      int64
 	long   []byte // a line longer than br's buffer
+	// With ReadAhead: the batches decoded ahead, the stop that ends their
+	// goroutine, the batch being handed out and the error after it.
+	ahead    chan batch
+	stop     chan struct{}
+	batch    []*Entry
+	batchErr error
 	// archives interns archive IDs: a manifest names few archives, and a
 	// restore holds the entries of its ranged reads in flight.
 	archives map[string]string
@@ -289,6 +295,66 @@ var trailerPrefix = []byte(`{"end":`)
 
 // Next returns the next entry, or io.EOF after a complete manifest.
 func (m *ManifestReader) Next() (*Entry, error) {
+	if m.ahead == nil {
+		return m.next()
+	}
+	for len(m.batch) == 0 {
+		if m.batchErr != nil {
+			return nil, m.batchErr
+		}
+		b, ok := <-m.ahead
+		if !ok { // cannot happen: the last batch carries io.EOF or the error
+			return nil, fmt.Errorf("%w manifest: read ahead ended early", ErrCorrupt)
+		}
+		m.batch, m.batchErr = b.entries, b.err
+	}
+	e := m.batch[0]
+	m.batch[0] = nil
+	m.batch = m.batch[1:]
+	return e, nil
+}
+
+// aheadBatch is how many entries the reader decodes ahead per hand-over,
+// and aheadBatches how many hand-overs it keeps ready.
+const aheadBatch, aheadBatches = 256, 4
+
+type batch struct {
+	entries []*Entry
+	err     error // ends the reading: io.EOF or what Next returns
+}
+
+// ReadAhead makes the reader decompress and decode its lines in a
+// goroutine of its own, a few batches ahead of Next, so that a caller
+// merging the entries (a snapshot over its parent's manifest) does not
+// wait for the decoding. Close stops it. Call it once, before Next.
+func (m *ManifestReader) ReadAhead() {
+	if m.ahead != nil {
+		return
+	}
+	m.ahead, m.stop = make(chan batch, aheadBatches), make(chan struct{})
+	go func() {
+		defer close(m.ahead)
+		for {
+			b := batch{entries: make([]*Entry, 0, aheadBatch)}
+			for len(b.entries) < aheadBatch && b.err == nil {
+				var e *Entry
+				if e, b.err = m.next(); b.err == nil {
+					b.entries = append(b.entries, e)
+				}
+			}
+			select {
+			case m.ahead <- b:
+			case <-m.stop:
+				return
+			}
+			if b.err != nil {
+				return
+			}
+		}
+	}()
+}
+
+func (m *ManifestReader) next() (*Entry, error) {
 	line, err := m.readLine()
 	if err != nil && m.src.err != nil { // the read failed, not the data
 		return nil, fmt.Errorf("read manifest after entry %d: %w", m.n, m.src.err)
@@ -360,8 +426,16 @@ func (m *ManifestReader) Next() (*Entry, error) {
 	return e, nil
 }
 
-// Close releases the decoder.
-func (m *ManifestReader) Close() { m.zr.Close() }
+// Close releases the decoder, once the read-ahead (if any) stopped.
+func (m *ManifestReader) Close() {
+	if m.ahead != nil && m.stop != nil {
+		close(m.stop)
+		for range m.ahead { // until it stops: it uses the decoder
+		}
+		m.stop = nil
+	}
+	m.zr.Close()
+}
 
 // ForceWrite writes e without the order check: tests use it to build
 // hostile manifests that readers must refuse.
