@@ -157,6 +157,21 @@ func (j *Journal) Take() (*Changes, error) {
 	return c, nil
 }
 
+// Seen reports whether the journal has recorded, since the last Take, a
+// change at path or to a whole tree above it. A walk that ran after Take
+// finds such a path as it is now, not as the changes taken left it: a
+// difference there is a change made during the walk, which the next Take
+// brings, not one the journal missed. False when the journal can no longer
+// vouch for what it saw.
+func (j *Journal) Seen(path string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.dead {
+		j.drain(false)
+	}
+	return j.fail == nil && j.changes.covers(path)
+}
+
 // Invalidate makes the next Take ask for a full walk: the changes taken
 // last were not applied (the snapshot failed), or a verification walk
 // found what the journal missed.
