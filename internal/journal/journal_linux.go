@@ -588,8 +588,21 @@ func (j *Journal) limitReached() {
 		return
 	}
 	j.end(&FullWalkError{Reason: ReasonWatchLimit, Detail: fmt.Sprintf(
-		"the selection of %s needs more than %d inotify watches; raise the sysctl fs.inotify.max_user_watches (now %s, shared by every process of the user) to at least the number of directories in the selection plus what other programs use",
-		j.home, len(j.watches), readSysctl("fs/inotify/max_user_watches"))})
+		"the selection of %s needs more than %d inotify watches; raise the sysctl fs.inotify.max_user_watches (%s, shared by every process of the user) to at least the number of directories in the selection plus what other programs use",
+		j.home, len(j.watches), watchLimit())})
+}
+
+// watchLimit describes the limits that apply: the node's, and a user
+// namespace's own where it is lower (a pod with hostUsers: false, a
+// rootless container), which only that namespace's owner can raise.
+func watchLimit() string {
+	node, ns := readSysctl("fs/inotify/max_user_watches"), readSysctl("user/max_inotify_watches")
+	n, err1 := strconv.Atoi(node)
+	u, err2 := strconv.Atoi(ns)
+	if err1 == nil && err2 == nil && u < n {
+		return fmt.Sprintf("now %s; in this user namespace user.max_inotify_watches is %s", node, ns)
+	}
+	return "now " + node
 }
 
 // end stops the journal for good, giving its watches back; every Take
