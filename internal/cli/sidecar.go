@@ -48,6 +48,7 @@ type Sidecar struct {
 // and a final one when ctx ends (SIGTERM), until the final one is taken.
 func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, once func(context.Context, snapshot.Options) (*snapshot.Result, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
+	m.Interval(cfg.Interval)
 	if cfg.Journal == "auto" {
 		if j, err := snapshot.OpenJournal(opts.Home, opts.Selector, cfg.JournalVerify); err != nil {
 			log.Warn().Err(err).Msg("no change journal: every snapshot walks the whole home")

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -134,4 +136,48 @@ func grepLines(s, word string) string {
 		}
 	}
 	return strconv.Itoa(len(out)) + " lines:\n" + strings.Join(out, "\n")
+}
+
+// TestSidecarWalksWhenTheWatchesDoNotFit: where the selection needs more
+// inotify watches than the user may hold (here a user namespace whose own
+// limit, user.max_inotify_watches, is 5, as a pod with hostUsers: false
+// can have), the sidecar says so once, naming the sysctl and both limits,
+// exports no watches, and walks: every snapshot is taken and restores.
+func TestSidecarWalksWhenTheWatchesDoNotFit(t *testing.T) {
+	home, storeDir := t.TempDir(), t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	// The sidecar runs as root in a user namespace mapping the first
+	// 65536 ids onto themselves, which lowers its own watch limit first.
+	lowLimit := func(argv []string) *exec.Cmd {
+		cmd := exec.Command("sh", append([]string{"-c", `echo 5 > /proc/sys/user/max_inotify_watches && exec "$@"`, "sh"}, argv...)...)
+		ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: ids, GidMappings: ids}
+		return cmd
+	}
+	s := startSidecarVia(t, lowLimit, home, storeDir, "--journal", "auto")
+	s.waitLog(t, regexp.MustCompile(`fs\.inotify\.max_user_watches[^\n]*user\.max_inotify_watches is 5[^\n]*no change journal: every snapshot walks`), 1)
+	s.waitLog(t, committed, 1)
+	if err := os.WriteFile(filepath.Join(home, "jobs/test/nextBuildNumber"), []byte("43\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Process.Signal(syscall.SIGUSR1)
+	s.waitLog(t, committed, 2)
+	target := t.TempDir()
+	ok(t, run(t, "restore", nil, "--home", target, "--store", storeDir))
+	same(t, "restore of the walked snapshot", selectedTree(t, home), wholeTree(t, target))
+	_, metrics := s.getUntil(t, "/metrics", func(_ int, body string) bool {
+		return strings.Contains(body, `homesnap_snapshots_total{result="committed"} 2`)
+	})
+	if !strings.Contains(metrics, "homesnap_journal_watches 0") || strings.Contains(metrics, "homesnap_journal_snapshots_total{") {
+		t.Errorf("without a journal /metrics shows:\n%s", grepLines(metrics, "journal"))
+	}
+	if n := strings.Count(s.stderr.String(), "no change journal"); n != 1 {
+		t.Errorf("the sidecar said %d times that it has no journal, want once:\n%s", n, s.stderr.String())
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("sidecar exit: %v\n%s", err, s.stderr.String())
+	}
 }

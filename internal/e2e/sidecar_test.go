@@ -27,9 +27,16 @@ type sidecar struct {
 
 func startSidecar(t *testing.T, home, storeDir string, args ...string) *sidecar {
 	t.Helper()
+	return startSidecarVia(t, func(argv []string) *exec.Cmd { return exec.Command(argv[0], argv[1:]...) }, home, storeDir, args...)
+}
+
+// startSidecarVia starts the sidecar through command, which makes the
+// process that runs argv (the sidecar's command line).
+func startSidecarVia(t *testing.T, command func(argv []string) *exec.Cmd, home, storeDir string, args ...string) *sidecar {
+	t.Helper()
 	s := &sidecar{}
-	s.cmd = exec.Command(filepath.Join(bin, "snapshot"), append([]string{"--home", home, "--store", storeDir,
-		"--interval", "1h", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	s.cmd = command(append([]string{filepath.Join(bin, "snapshot"), "--home", home, "--store", storeDir,
+		"--interval", "1h", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...))
 	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

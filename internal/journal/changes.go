@@ -27,6 +27,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/homesnap/homesnap/internal/archive"
 )
@@ -52,6 +53,22 @@ func (c *Changes) Empty() bool { return len(c.Paths) == 0 && len(c.Inodes) == 0 
 
 func (c *Changes) path(rel string, tree bool) {
 	c.Paths[rel] = c.Paths[rel] || tree
+}
+
+// covers reports whether p itself is marked, or lies in a tree marked to
+// be walked again.
+func (c *Changes) covers(p string) bool {
+	if _, ok := c.Paths[p]; ok {
+		return true
+	}
+	for p != "" {
+		i := strings.LastIndexByte(p, '/')
+		p = p[:max(i, 0)] // "" is the home itself
+		if c.Paths[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // sorted returns the paths in walk order, leaving out those below a path

@@ -157,6 +157,21 @@ func (j *Journal) Take() (*Changes, error) {
 	return c, nil
 }
 
+// Seen reports whether the journal has recorded, since the last Take, a
+// change at path or to a whole tree above it. A walk that ran after Take
+// finds such a path as it is now, not as the changes taken left it: a
+// difference there is a change made during the walk, which the next Take
+// brings, not one the journal missed. False when the journal can no longer
+// vouch for what it saw.
+func (j *Journal) Seen(path string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.dead {
+		j.drain(false)
+	}
+	return j.fail == nil && j.changes.covers(path)
+}
+
 // Invalidate makes the next Take ask for a full walk: the changes taken
 // last were not applied (the snapshot failed), or a verification walk
 // found what the journal missed.
@@ -573,8 +588,21 @@ func (j *Journal) limitReached() {
 		return
 	}
 	j.end(&FullWalkError{Reason: ReasonWatchLimit, Detail: fmt.Sprintf(
-		"the selection of %s needs more than %d inotify watches; raise the sysctl fs.inotify.max_user_watches (now %s, shared by every process of the user) to at least the number of directories in the selection plus what other programs use",
-		j.home, len(j.watches), readSysctl("fs/inotify/max_user_watches"))})
+		"the selection of %s needs more than %d inotify watches; raise the sysctl fs.inotify.max_user_watches (%s, shared by every process of the user) to at least the number of directories in the selection plus what other programs use",
+		j.home, len(j.watches), watchLimit())})
+}
+
+// watchLimit describes the limits that apply: the node's, and a user
+// namespace's own where it is lower (a pod with hostUsers: false, a
+// rootless container), which only that namespace's owner can raise.
+func watchLimit() string {
+	node, ns := readSysctl("fs/inotify/max_user_watches"), readSysctl("user/max_inotify_watches")
+	n, err1 := strconv.Atoi(node)
+	u, err2 := strconv.Atoi(ns)
+	if err1 == nil && err2 == nil && u < n {
+		return fmt.Sprintf("now %s; in this user namespace user.max_inotify_watches is %s", node, ns)
+	}
+	return "now " + node
 }
 
 // end stops the journal for good, giving its watches back; every Take

@@ -437,3 +437,44 @@ func TestWatchIsOnTheOpenedDirectoryNotItsPath(t *testing.T) {
 		t.Fatalf("events for %q; want those of the opened directory only", names)
 	}
 }
+
+// Seen answers for the changes made since the last Take: the path itself,
+// or anything below a tree that appeared; nothing once taken, and nothing
+// when the journal can no longer vouch for what it saw.
+func TestSeenIsWhatChangedSinceTheLastTake(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	base, _ := next(t, j, home, sel, nil)
+	if j.Seen("jobs/a/config.xml") {
+		t.Fatal("Seen before any change")
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(home, "jobs/a/config.xml"), []byte("<project>v2</project>"), 0o644))
+	must(os.MkdirAll(filepath.Join(home, "jobs/a/builds/3/archive"), 0o755))
+	must(os.WriteFile(filepath.Join(home, "jobs/a/builds/3/archive/out.txt"), []byte("out"), 0o644))
+	for path, want := range map[string]bool{
+		"jobs/a/config.xml":               true,  // written
+		"jobs/a/builds/3":                 true,  // created
+		"jobs/a/builds/3/archive/out.txt": true,  // below a tree created
+		"jobs/a/builds/1/log":             false, // untouched
+		"jobs/b/config.xml":               false,
+	} {
+		if got := j.Seen(path); got != want {
+			t.Errorf("Seen(%q) = %v, want %v", path, got, want)
+		}
+	}
+	next(t, j, home, sel, base)
+	if j.Seen("jobs/a/config.xml") {
+		t.Error("Seen still reports a change the last Take returned")
+	}
+	must(os.WriteFile(filepath.Join(home, "jobs/b/config.xml"), []byte("<project>v2</project>"), 0o644))
+	j.Invalidate("test")
+	if j.Seen("jobs/b/config.xml") {
+		t.Error("Seen vouches for a change after the journal was invalidated")
+	}
+}

@@ -22,6 +22,9 @@ func Open(home string, sel *selector.Selector) (*Journal, error) { return nil, e
 // Take always asks for a full walk.
 func (j *Journal) Take() (*Changes, error) { return nil, errUnsupported }
 
+// Seen reports nothing: there are no changes.
+func (j *Journal) Seen(path string) bool { return false }
+
 // Invalidate does nothing: every Take asks for a full walk already.
 func (j *Journal) Invalidate(why string) {}
 

@@ -40,6 +40,7 @@ type Metrics struct {
 	journalModes, fallbacks   *prometheus.CounterVec
 	journalWatches            prometheus.Gauge
 	journalDifferences        prometheus.Counter
+	interval                  prometheus.Gauge
 }
 
 // New registers the collectors (and the Go runtime's) on a fresh registry.
@@ -88,6 +89,7 @@ func New() *Metrics {
 	m.fallbacks = vec("journal_fallbacks_total", "Snapshots that walked the whole home although the change journal is on, by reason.", "reason")
 	m.journalWatches = gauge("journal_watches", "Inotify watches the change journal holds (each costs about 1 KiB of kernel memory; fs.inotify.max_user_watches bounds them).")
 	m.journalDifferences = counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored).")
+	m.interval = gauge("snapshot_interval_seconds", "The sidecar's --interval: alerts measure lateness in intervals.")
 	f(m.duration)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -146,6 +148,9 @@ func (m *Metrics) Repacked(written int64, archives int) {
 	m.repackBytes.Add(float64(written))
 	m.repacked.Add(float64(archives))
 }
+
+// Interval records the sidecar's schedule.
+func (m *Metrics) Interval(d time.Duration) { m.interval.Set(d.Seconds()) }
 
 // LeaseHeld records whether this process holds the store's lease.
 func (m *Metrics) LeaseHeld(held bool) {

@@ -117,7 +117,7 @@ func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, sou
 	}
 	if verifyDue {
 		r.use.Mode = "verify"
-		return r, walk{verify: rescan, differences: &r.use.Differences}
+		return r, walk{verify: rescan, differences: &r.use.Differences, seen: f.j.Seen}
 	}
 	r.use.Mode = "journal"
 	r.unchanged = ch.Empty() && clean && !o.Force
@@ -157,9 +157,11 @@ func (r *journalRun) end(err error, committed string, clean bool) {
 
 // verifyAgainst compares, path by path, the entries the walk reports
 // (through the returned fn) with those rescan gives, logging the first
-// differences and counting them all. done reports the paths only rescan
-// has after the walk's last one, and waits for it.
-func verifyAgainst(ctx context.Context, log zerolog.Logger, rescan func(context.Context, scan.Skipped, func(*archive.Entry) error) error, differences *int64, fn func(*archive.Entry) error) (walkFn func(*archive.Entry) error, done func(walkErr error) error) {
+// differences and counting them all. A path the journal has seen change
+// since its changes were taken (seen) is no difference: the walk ran
+// later than the take and found the newer state. done reports the paths
+// only rescan has after the walk's last one, and waits for it.
+func verifyAgainst(ctx context.Context, log zerolog.Logger, rescan func(context.Context, scan.Skipped, func(*archive.Entry) error) error, seen func(string) bool, differences *int64, fn func(*archive.Entry) error) (walkFn func(*archive.Entry) error, done func(walkErr error) error) {
 	ctx, cancel := context.WithCancel(ctx)
 	got := make(chan *archive.Entry, 256)
 	errc := make(chan error, 1)
@@ -174,7 +176,13 @@ func verifyAgainst(ctx context.Context, log zerolog.Logger, rescan func(context.
 			}
 		})
 	}()
+	var during int64 // changes made while the walk ran
 	differ := func(path, what string) {
+		if path != "" && seen(path) {
+			during++
+			log.Debug().Str("path", path).Msg("verification walk: changed while the walk ran; the next snapshot has it")
+			return
+		}
 		*differences++
 		if *differences <= maxDifferencesLogged {
 			log.Warn().Str("path", path).Msg("verification walk: " + what)
@@ -214,6 +222,9 @@ func verifyAgainst(ctx context.Context, log zerolog.Logger, rescan func(context.
 		}
 		if rerr != nil && !errors.Is(rerr, context.Canceled) { // the walk stands alone
 			differ("", fmt.Sprintf("the change journal's rescan failed: %v", rerr))
+		}
+		if during > 0 {
+			log.Info().Int64("changed_during_walk", during).Msg("verification walk: paths changed while it ran; the change journal has them for the next snapshot")
 		}
 		if *differences > 0 {
 			log.Warn().Int64("differences", *differences).Msg("verification walk: the change journal missed changes; the walk's entries are stored")

@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -291,4 +292,45 @@ func TestJournalSnapshotsThroughCompactionAndFullManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	snaptest.AssertSame(t, snaptest.Selected(t, home), snaptest.All(t, target))
+}
+
+// A verification walk runs after the journal's changes were taken: what
+// changes while it runs is found by the walk and brought by the next
+// Take, and is no difference. The walk's entries are stored, and the
+// journal snapshot after it still equals a walk.
+func TestJournalVerificationIgnoresChangesMadeWhileItRuns(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	j := openJournal(t, home, time.Nanosecond) // every snapshot over the journal's base verifies
+	journalSnap(t, home, st, j)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { // a build writing as fast as it can, through the whole snapshot
+		defer close(done)
+		dir := filepath.Join(home, "jobs/test/builds/900")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Error(err)
+			return
+		}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("step-%d.xml", i)), []byte("<step/>"), 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	res := journalSnap(t, home, st, j)
+	close(stop)
+	<-done
+	if res.Journal.Mode != "verify" || res.Journal.Differences != 0 {
+		t.Fatalf("verification while a build writes: journal %+v, want no difference", *res.Journal)
+	}
+	res = journalSnap(t, home, st, j)
+	if res.Journal.Mode != "verify" || res.Journal.Differences != 0 {
+		t.Fatalf("verification after the writer stopped: journal %+v, want no difference", *res.Journal)
+	}
+	assertManifestIsWalk(t, home, st, cmp.Or(res.ID, res.Parent))
 }

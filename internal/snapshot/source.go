@@ -32,6 +32,9 @@ type walk struct {
 	rescan      func(ctx context.Context, base iter.Seq2[*archive.Entry, error], skipped scan.Skipped, fn func(*archive.Entry) error) error
 	verify      func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error
 	differences *int64 // counted by verify
+	// seen reports a path changed after the journal's changes were taken:
+	// a verification walk finding it otherwise is no difference.
+	seen func(path string) bool
 }
 
 func (walk) retires(string) bool { return false }
@@ -84,7 +87,7 @@ func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jo
 	}
 	var done func(error) error
 	if w.verify != nil {
-		add, done = verifyAgainst(ctx, s.o.Log, w.verify, w.differences, add)
+		add, done = verifyAgainst(ctx, s.o.Log, w.verify, w.seen, w.differences, add)
 	}
 	err := entries(ctx, skipped, add)
 	if done != nil {
