@@ -107,15 +107,19 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 	ro.Snapshot = target
 	ro.Delta = res.Decision.Action != ActRestore
 	ro.recovered = !o.DryRun
+	var record <-chan recordRead
+	if !o.DryRun && !partial {
+		record = loadRecord(ctx, o, target) // for the mark; read while the restore runs, not after it
+	}
 	step("restoring snapshot " + target)
 	if res.Restore, err = Restore(ctx, ro); err != nil {
 		return res, err
 	}
-	if o.DryRun || partial {
+	if record == nil {
 		return res, nil
 	}
 	step("marking the home")
-	if err := markHome(ctx, o, target, res.Restore); err != nil {
+	if err := markHome(o, target, res.Restore, <-record); err != nil {
 		o.Log.Warn().Err(err).Msg("the home was restored but could not be marked: the next restore will refuse it as unknown data unless forced")
 		return res, nil
 	}
@@ -190,16 +194,31 @@ func survey(ctx context.Context, o HomeOptions, head *repo.Head, target string, 
 	return true, nil
 }
 
+// recordRead is a snapshot's record as read from the store.
+type recordRead struct {
+	rec *repo.Record
+	err error
+}
+
+// loadRecord reads snapshot id's record in the background.
+func loadRecord(ctx context.Context, o HomeOptions, id string) <-chan recordRead {
+	c := make(chan recordRead, 1)
+	go func() {
+		rec, err := repo.LoadRecord(ctx, o.Store, id)
+		c <- recordRead{rec, err}
+	}()
+	return c
+}
+
 // markHome records that the home now matches snapshot id, as restore res
-// left it.
-func markHome(ctx context.Context, o HomeOptions, id string, res *Result) error {
+// left it; r is the snapshot's record.
+func markHome(o HomeOptions, id string, res *Result, r recordRead) error {
+	if r.err != nil {
+		return r.err
+	}
 	print, err := homemark.RestoredPrint(o.Home, res.Entries, res.Bytes)
 	if err != nil {
 		return err
 	}
-	rec, err := repo.LoadRecord(ctx, o.Store, id)
-	if err != nil {
-		return err
-	}
-	return homemark.Write(o.Home, &homemark.Mark{Store: o.Store.String(), Snapshot: id, Time: rec.Time, Selection: o.Selector.Spec(), Print: print})
+	return homemark.Write(o.Home, &homemark.Mark{Store: o.Store.String(), Snapshot: id, Time: r.rec.Time, Selection: o.Selector.Spec(), Print: print})
 }
