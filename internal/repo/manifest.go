@@ -109,7 +109,7 @@ func openLayer(ctx context.Context, s store.Store, id, of string) (*archive.Mani
 		}
 		return nil, err
 	}
-	m, err := archive.NewManifestReader(closeAtEnd{rc})
+	m, err := archive.NewManifestReader(&closeAtEnd{ReadCloser: rc})
 	if err != nil {
 		rc.Close()
 		return nil, fmt.Errorf("%s: %w", Name(s, key), err)
@@ -121,15 +121,28 @@ func openLayer(ctx context.Context, s store.Store, id, of string) (*archive.Mani
 	return m, nil
 }
 
-// closeAtEnd closes the store reader once the manifest hits EOF or an error.
-type closeAtEnd struct{ io.ReadCloser }
+// closeAtEnd closes the store reader once the manifest hits EOF or an
+// error, which frees the connection before the caller is done with the
+// entries; the manifest's Close closes it otherwise, and only once.
+type closeAtEnd struct {
+	io.ReadCloser
+	closed bool
+}
 
-func (r closeAtEnd) Read(p []byte) (int, error) {
+func (r *closeAtEnd) Read(p []byte) (int, error) {
 	n, err := r.ReadCloser.Read(p)
 	if err != nil {
-		r.ReadCloser.Close()
+		r.Close()
 	}
 	return n, err
+}
+
+func (r *closeAtEnd) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	return r.ReadCloser.Close()
 }
 
 // OpenLayer opens snapshot id's own manifest, one layer of a chain, without
