@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
@@ -211,5 +213,103 @@ func TestRestoreAsksForEachObjectOnce(t *testing.T) {
 				t.Logf("requests (round, op, key):\n%s", trace.String())
 			}
 		})
+	}
+}
+
+// flipper serves, after the head has been loaded after times, the old
+// head instead: a bucket writer putting back an authenticated head of
+// its history while a restore runs.
+type flipper struct {
+	store.Store
+	after int
+	old   []byte
+	mu    sync.Mutex
+	loads int
+}
+
+func (f *flipper) Load(ctx context.Context, key string) ([]byte, store.Version, error) {
+	if key == repo.HeadKey {
+		f.mu.Lock()
+		f.loads++
+		flipped := f.loads > f.after
+		f.mu.Unlock()
+		if flipped {
+			return f.old, "old", nil
+		}
+	}
+	return f.Store.Load(ctx, key)
+}
+
+// flipped holds what each flipped:///dir URL serves.
+var flipped = struct {
+	sync.Mutex
+	stores map[string]*flipper
+}{stores: map[string]*flipper{}}
+
+func init() {
+	store.Register("flipped", func(_ context.Context, u *url.URL) (store.Store, error) {
+		inner, err := file.Open(u.Path)
+		if err != nil {
+			return nil, err
+		}
+		flipped.Lock()
+		defer flipped.Unlock()
+		f := flipped.stores[u.Path]
+		if f == nil {
+			return nil, fmt.Errorf("flipped://%s was not set up", u.Path)
+		}
+		f.Store = inner
+		return f, nil
+	})
+}
+
+// The head a restore checked against rollback is the head it restores:
+// a head put back while the restore runs (an older one, authenticated,
+// which the check would refuse) is never read after the check.
+func TestRestoreRestoresTheHeadItChecked(t *testing.T) {
+	ctx := context.Background()
+	authKey := filepath.Join(t.TempDir(), "auth.key")
+	if err := os.WriteFile(authKey, []byte(strings.Repeat("5e", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home, dir := snaptest.NewHome(t), t.TempDir()
+	run := func(cmd func(context.Context, []string, io.Writer, io.Writer) error, args ...string) (string, error) {
+		var out, errs strings.Builder
+		err := cmd(ctx, append(args, "--log-level", "warn", "--auth-key-file", authKey), &out, &errs)
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, errs.String())
+		}
+		return strings.TrimSpace(out.String()), err
+	}
+	var ids []string
+	for i := range 3 {
+		snaptest.Write(t, home, fmt.Sprintf("jobs/j%d/config.xml", i), "<job/>")
+		id, err := run(Snapshot, "--once", "--home", home, "--store", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		if i == 0 {
+			old, err := os.ReadFile(filepath.Join(dir, repo.HeadKey))
+			if err != nil {
+				t.Fatal(err)
+			}
+			flipped.Lock()
+			flipped.stores[dir] = &flipper{old: old}
+			flipped.Unlock()
+		}
+	}
+	for after := 1; after <= 4; after++ {
+		flipped.Lock()
+		f := flipped.stores[dir]
+		f.after, f.loads = after, 0
+		flipped.Unlock()
+		out, err := run(Restore, "--home", t.TempDir(), "--store", "flipped://"+dir)
+		switch {
+		case err != nil && !errors.Is(err, auth.ErrRollback):
+			t.Errorf("head put back after %d reads: %v", after, err)
+		case err == nil && out != "restore\t"+ids[2]:
+			t.Errorf("head put back after %d reads: the restore said %q, want it to restore the head it checked, %s (or refuse)", after, out, ids[2])
+		}
 	}
 }
