@@ -117,7 +117,9 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		r := &recorder{Store: inner, hold: 50 * time.Millisecond}
+		// Long enough that requests sent together are all sent before
+		// the first is answered, even on a loaded machine.
+		r := &recorder{Store: inner, hold: 100 * time.Millisecond}
 		recorded.Lock()
 		recorded.stores[u.Path] = r
 		recorded.Unlock()
