@@ -139,10 +139,10 @@ func recorderOf(t *testing.T, dir string) *recorder {
 
 // A restore of the head through a store's latency asks for each object
 // once and sends what does not depend on an answer together: the marker
-// and the head first, then (authenticated) the head's record and the
-// listing of newer records with the encryption's look at the manifest,
-// then the manifest's layers. Each round trip before the first archive
-// byte is time the fetch cannot overlap with anything.
+// and the head first, then the head's record (authenticated: with the
+// listing of newer records and the encryption's look at the manifest),
+// then every layer of the chain the record names. Each round trip before
+// the first archive byte is time the fetch cannot overlap with anything.
 func TestRestoreAsksForEachObjectOnce(t *testing.T) {
 	ctx := context.Background()
 	keys := t.TempDir()
@@ -163,9 +163,9 @@ func TestRestoreAsksForEachObjectOnce(t *testing.T) {
 		// it reads the first archive byte.
 		rounds int
 	}{
-		{"plain", nil, 3}, // marker+head, the manifest, its base layer
-		{"authenticated", []string{"--auth-key-file", authKey}, 6}, // + the rollback check; a layer's tags, then the layer
-		{"encrypted", []string{"--age-identity-file", identity}, 6},
+		{"plain", nil, 3}, // marker+head; the record; the manifest's layers
+		{"authenticated", []string{"--auth-key-file", authKey}, 4}, // marker+head; the record with the rollback check; the layers' tags; the layers
+		{"encrypted", []string{"--age-identity-file", identity}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home, dir := snaptest.NewHome(t), t.TempDir()

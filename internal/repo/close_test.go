@@ -91,3 +91,44 @@ func TestOpenManifestClosedEarlyClosesItsBodies(t *testing.T) {
 		st.mu.Unlock()
 	}
 }
+
+// A hint that is not the chain costs requests, never the result: the
+// header decides which layers are merged, and the hinted layers it does
+// not name are closed.
+func TestOpenManifestHintDoesNotDecide(t *testing.T) {
+	const s0, s1, s2, gone = "20261201T090000.000Z-000000", "20261201T100000.000Z-aaaaaa", "20261201T110000.000Z-bbbbbb", "20261201T095000.000Z-999999"
+	st := &bodyStore{Store: newStore(t), open: map[string]int{}}
+	dir := func(p string) *archive.Entry { return &archive.Entry{Path: p, Type: archive.TypeDir, Mode: 0o755} }
+	putManifest(t, st, archive.Header{ID: s0}, func(w *archive.ManifestWriter) { w.Write(dir("other")) })
+	putManifest(t, st, archive.Header{ID: s1}, func(w *archive.ManifestWriter) { w.Write(dir("a")); w.Write(dir("b")) })
+	putManifest(t, st, archive.Header{ID: s2, Base: s1, Chain: []string{s1, s2}}, func(w *archive.ManifestWriter) {
+		w.WriteOver(dir("a"), dir("a"))
+		w.Delete("b")
+		w.Write(dir("c"))
+	})
+	for _, hint := range [][]string{nil, {s1, s2}, {s0, s2}, {gone, s2}, {s0, s1, s2}, {s1}, {s2, s1}, {"../x", s2}} {
+		m, err := repo.OpenManifest(context.Background(), st, s2, hint...)
+		if err != nil {
+			t.Errorf("hint %q: %v", hint, err)
+			continue
+		}
+		var got []string
+		for e, err := range repo.Entries(m.Next) {
+			if err != nil {
+				t.Fatalf("hint %q: %v", hint, err)
+			}
+			got = append(got, e.Path)
+		}
+		m.Close()
+		if fmt.Sprint(got) != "[a c]" {
+			t.Errorf("hint %q: resolved %q, want a and c", hint, got)
+		}
+		st.mu.Lock()
+		for key, n := range st.open {
+			if n != 0 {
+				t.Errorf("hint %q: %d bodies of %s still open", hint, n, key)
+			}
+		}
+		st.mu.Unlock()
+	}
+}
