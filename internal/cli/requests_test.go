@@ -191,11 +191,11 @@ func TestRestoreAsksForEachObjectOnce(t *testing.T) {
 			seen := map[string]bool{}
 			first := 0 // the round of the first archive read
 			for _, r := range reqs {
-				id := fmt.Sprintf("%s %s %d %d", r.op, r.key, r.offset, r.length)
-				if seen[id] {
+				ask := fmt.Sprintf("%s %s %d %d", r.op, r.key, r.offset, r.length)
+				if seen[ask] {
 					t.Errorf("asked twice: %s", r)
 				}
-				seen[id] = true
+				seen[ask] = true
 				if first == 0 && r.op == "get" && strings.HasPrefix(r.key, "archives/") {
 					first = r.round
 				}
