@@ -365,8 +365,15 @@ func (m *ManifestReader) Next() (*Entry, error) {
 	return e, nil
 }
 
-// Close releases the decoder.
-func (m *ManifestReader) Close() { m.zr.Close() }
+// Close releases the decoder, and closes the source when it is an
+// io.Closer (a store's response body): a reader that stops before the
+// trailer must not keep the connection.
+func (m *ManifestReader) Close() {
+	m.zr.Close()
+	if c, ok := m.src.r.(io.Closer); ok {
+		c.Close()
+	}
+}
 
 // ForceWrite writes e without the order check: tests use it to build
 // hostile manifests that readers must refuse.
