@@ -426,15 +426,20 @@ func (m *ManifestReader) next() (*Entry, error) {
 	return e, nil
 }
 
-// Close releases the decoder, once the read-ahead (if any) stopped.
+// Close releases the decoder, once the read-ahead (if any) stopped, and
+// closes the source when it is an io.Closer (a store's response body): a
+// reader that stops before the trailer must not keep the connection.
 func (m *ManifestReader) Close() {
 	if m.ahead != nil && m.stop != nil {
 		close(m.stop)
-		for range m.ahead { // until it stops: it uses the decoder
+		for range m.ahead { // until it stops: it reads the source
 		}
 		m.stop = nil
 	}
 	m.zr.Close()
+	if c, ok := m.src.r.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // ForceWrite writes e without the order check: tests use it to build

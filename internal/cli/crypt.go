@@ -219,24 +219,31 @@ func restoreStore(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot
 	if err != nil {
 		return fail(err)
 	}
+	// The snapshot's record is read only after the home changed (for its
+	// mark): check it before. The check and the encryption's reads are
+	// independent, so their round trips overlap.
+	var checkErr error
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		switch {
+		case !tagged:
+		case snapshot == "":
+			checkErr = checkRollback(ctx, a, st, log)
+		case repo.CheckID(snapshot) == nil:
+			_, checkErr = repo.LoadRecord(ctx, st, snapshot)
+		}
+	}()
 	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: a.AllowUnauthenticated}, snapshot)
+	<-checked
 	if err != nil {
 		return fail(err)
 	}
 	if setup.Note != "" {
 		log.Warn().Str("store", st.String()).Msg(setup.Note)
 	}
-	if tagged {
-		// The snapshot's record is read only after the home changed (for
-		// its mark): check it before.
-		if snapshot == "" {
-			err = checkRollback(ctx, a, st, log)
-		} else if repo.CheckID(snapshot) == nil {
-			_, err = repo.LoadRecord(ctx, st, snapshot)
-		}
-		if err != nil && !errors.Is(err, store.ErrNotExist) {
-			return fail(err)
-		}
+	if checkErr != nil && !errors.Is(checkErr, store.ErrNotExist) {
+		return fail(checkErr)
 	}
 	setup.Authenticated = tagged
 	return setup, nil
@@ -244,12 +251,21 @@ func restoreStore(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot
 
 // checkRollback verifies the head and its record, and refuses a head that
 // the store's authenticated records prove old (auth.CheckRollback), or
-// warns when overridden.
+// warns when overridden. The record and the listing CheckRollback makes
+// are read at once.
 func checkRollback(ctx context.Context, a *AgeIdentity, st store.Store, log zerolog.Logger) error {
 	head, _, err := repo.LoadHead(ctx, st)
 	if err == nil && head != nil {
-		if _, err = repo.LoadRecord(ctx, st, head.Snapshot); err == nil {
-			err = auth.CheckRollback(ctx, st, head)
+		var rollback error
+		listed := make(chan struct{})
+		go func() {
+			defer close(listed)
+			rollback = auth.CheckRollback(ctx, st, head)
+		}()
+		_, err = repo.LoadRecord(ctx, st, head.Snapshot)
+		<-listed
+		if err == nil {
+			err = rollback
 		}
 	}
 	if err != nil && a.AllowUnauthenticated && errors.Is(err, auth.ErrRollback) {

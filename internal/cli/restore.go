@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
@@ -150,6 +151,10 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		setStep("verifying snapshots")
 		return verify(ctx, &cfg, st, stdout, stderr, log)
 	}
+	// From here on the restore reads the store's small objects once each
+	// (repo.ReadOnce): the marker and the head, which every step below
+	// needs, travel together now.
+	st = repo.ReadOnce(ctx, st, repo.MarkerKey, repo.HeadKey)
 	// An encrypted store is read through age from here on; a missing or
 	// wrong identity fails now, naming the recipients it needs.
 	setStep("checking the store's encryption")

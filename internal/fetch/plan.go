@@ -29,9 +29,10 @@ type Plan struct {
 }
 
 // OpenPlan opens a snapshot's manifest as a checked stream of the entries
-// that sel (narrowed by include and exclude) lets through.
-func OpenPlan(ctx context.Context, st store.Store, id string, sel *selector.Selector, include, exclude []string) (*Plan, error) {
-	m, err := repo.OpenManifest(ctx, st, id)
+// that sel (narrowed by include and exclude) lets through. layers, when
+// given, is the chain the snapshot's record names (see repo.OpenManifest).
+func OpenPlan(ctx context.Context, st store.Store, id string, sel *selector.Selector, include, exclude []string, layers ...string) (*Plan, error) {
+	m, err := repo.OpenManifest(ctx, st, id, layers...)
 	if err != nil {
 		return nil, err
 	}

@@ -22,45 +22,94 @@ var ErrMissingManifest = errors.New("is missing")
 // applies to; they are opened together and merged in path order, each
 // checked to be the snapshot the chain names. A missing or damaged layer
 // is an archive.ErrCorrupt error naming its object.
-func OpenManifest(ctx context.Context, s store.Store, id string) (*archive.ChainReader, error) {
-	top, err := openLayer(ctx, s, id, id)
-	if err != nil {
-		return nil, err
+//
+// hint, when given, is the chain the snapshot's record names
+// (Record.Layers): its layers are requested together with id's own, a
+// round trip before the header could name them. The header still
+// decides: a hinted layer it does not name is closed unread, and one it
+// names that the hint lacks is opened once the header is read.
+func OpenManifest(ctx context.Context, s store.Store, id string, hint ...string) (*archive.ChainReader, error) {
+	type layer struct {
+		m   *archive.ManifestReader
+		err error
 	}
-	ids := top.Header.Layers()
-	layers := make([]*archive.ManifestReader, len(ids))
-	names := make([]string, len(ids))
-	layers[len(ids)-1] = top
+	opened := map[string]*layer{} // by snapshot ID; written here, filled by g's goroutines
 	// Not errgroup.WithContext: its context ends with Wait, and the layers
 	// are read long after.
 	var g errgroup.Group
 	g.SetLimit(loadParallelism)
-	for i, lid := range ids {
-		names[i] = Name(s, ManifestKey(lid))
-		if i == len(ids)-1 {
-			break
-		}
-		if err := CheckID(lid); err != nil {
-			g.Go(func() error {
-				return fmt.Errorf("%s: %w manifest header: chain names %v", names[len(ids)-1], archive.ErrCorrupt, err)
-			})
-			break
-		}
-		g.Go(func() (err error) {
-			layers[i], err = openLayer(ctx, s, lid, id)
-			return err
+	open := func(lid string) {
+		l := &layer{}
+		opened[lid] = l
+		g.Go(func() error {
+			l.m, l.err = openLayer(ctx, s, lid, id)
+			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		for _, l := range layers {
-			if l != nil {
-				l.Close()
+	closeAll := func(keep map[string]bool) {
+		for lid, l := range opened {
+			if l.m != nil && !keep[lid] {
+				l.m.Close()
 			}
 		}
-		return nil, err
 	}
+	open(id)
+	if usableHint(hint, id) {
+		for _, lid := range hint[:len(hint)-1] {
+			open(lid)
+		}
+	}
+	g.Wait()
+	top := opened[id]
+	if top.err != nil {
+		closeAll(nil)
+		return nil, top.err
+	}
+	ids := top.m.Header.Layers()
+	names := make([]string, len(ids))
+	for i, lid := range ids {
+		names[i] = Name(s, ManifestKey(lid))
+		if err := CheckID(lid); err != nil {
+			g.Wait()
+			closeAll(nil)
+			return nil, fmt.Errorf("%s: %w manifest header: chain names %v", names[len(ids)-1], archive.ErrCorrupt, err)
+		}
+		if opened[lid] == nil {
+			open(lid)
+		}
+	}
+	g.Wait()
+	layers := make([]*archive.ManifestReader, len(ids))
+	keep := map[string]bool{}
+	for i, lid := range ids {
+		if err := opened[lid].err; err != nil {
+			closeAll(nil)
+			return nil, err
+		}
+		layers[i], keep[lid] = opened[lid].m, true
+	}
+	closeAll(keep) // hinted layers the header does not name
 	return archive.NewChainReader(layers, names)
 }
+
+// usableHint: hint could be the chain of snapshot id (see OpenManifest).
+func usableHint(hint []string, id string) bool {
+	if len(hint) < 2 || len(hint) > maxHint || hint[len(hint)-1] != id {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, lid := range hint {
+		if seen[lid] || CheckID(lid) != nil {
+			return false
+		}
+		seen[lid] = true
+	}
+	return true
+}
+
+// maxHint bounds the layers a hint opens: as many as a manifest header
+// may name (archive's bound).
+const maxHint = 256
 
 // ManifestEntries yields the resolved entries of snapshot id's manifest
 // chain (see OpenManifest) in path order; an error, which names the object
@@ -109,7 +158,7 @@ func openLayer(ctx context.Context, s store.Store, id, of string) (*archive.Mani
 		}
 		return nil, err
 	}
-	m, err := archive.NewManifestReader(closeAtEnd{rc})
+	m, err := archive.NewManifestReader(&closeAtEnd{ReadCloser: rc})
 	if err != nil {
 		rc.Close()
 		return nil, fmt.Errorf("%s: %w", Name(s, key), err)
@@ -121,15 +170,28 @@ func openLayer(ctx context.Context, s store.Store, id, of string) (*archive.Mani
 	return m, nil
 }
 
-// closeAtEnd closes the store reader once the manifest hits EOF or an error.
-type closeAtEnd struct{ io.ReadCloser }
+// closeAtEnd closes the store reader once the manifest hits EOF or an
+// error, which frees the connection before the caller is done with the
+// entries; the manifest's Close closes it otherwise, and only once.
+type closeAtEnd struct {
+	io.ReadCloser
+	closed bool
+}
 
-func (r closeAtEnd) Read(p []byte) (int, error) {
+func (r *closeAtEnd) Read(p []byte) (int, error) {
 	n, err := r.ReadCloser.Read(p)
 	if err != nil {
-		r.ReadCloser.Close()
+		r.Close()
 	}
 	return n, err
+}
+
+func (r *closeAtEnd) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	return r.ReadCloser.Close()
 }
 
 // OpenLayer opens snapshot id's own manifest, one layer of a chain, without

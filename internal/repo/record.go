@@ -132,12 +132,12 @@ func recordFromManifest(ctx context.Context, s store.Store, id string) (*Record,
 	if err != nil {
 		return nil, err
 	}
-	defer rc.Close()
 	m, err := archive.NewManifestReader(rc)
 	if err != nil {
+		rc.Close()
 		return nil, fmt.Errorf("%s: %w", Name(s, key), err)
 	}
-	defer m.Close()
+	defer m.Close() // and rc
 	h := m.Header
 	r := &Record{ID: id, Parent: h.Parent, Time: h.Created, Host: h.Host, Partial: true}
 	if h.Base != "" {

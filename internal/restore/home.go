@@ -8,6 +8,7 @@ import (
 	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store"
 )
 
 // HomeOptions configures a restore that first decides whether to restore
@@ -107,15 +108,20 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 	ro.Snapshot = target
 	ro.Delta = res.Decision.Action != ActRestore
 	ro.recovered = !o.DryRun
+	if !o.DryRun && !partial {
+		// For the mark, and the manifest's chain: read while the home is
+		// prepared, not after the restore.
+		ro.record = loadRecord(ctx, o.Store, target)
+	}
 	step("restoring snapshot " + target)
 	if res.Restore, err = Restore(ctx, ro); err != nil {
 		return res, err
 	}
-	if o.DryRun || partial {
+	if ro.record == nil {
 		return res, nil
 	}
 	step("marking the home")
-	if err := markHome(ctx, o, target, res.Restore); err != nil {
+	if err := markHome(o, target, res.Restore, ro.record); err != nil {
 		o.Log.Warn().Err(err).Msg("the home was restored but could not be marked: the next restore will refuse it as unknown data unless forced")
 		return res, nil
 	}
@@ -190,14 +196,37 @@ func survey(ctx context.Context, o HomeOptions, head *repo.Head, target string, 
 	return true, nil
 }
 
+// pendingRecord is a snapshot's record being read in the background.
+type pendingRecord struct {
+	done chan struct{}
+	rec  *repo.Record
+	err  error
+}
+
+// loadRecord starts reading snapshot id's record.
+func loadRecord(ctx context.Context, st store.Store, id string) *pendingRecord {
+	p := &pendingRecord{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.rec, p.err = repo.LoadRecord(ctx, st, id)
+	}()
+	return p
+}
+
+// get waits for the record.
+func (p *pendingRecord) get() (*repo.Record, error) {
+	<-p.done
+	return p.rec, p.err
+}
+
 // markHome records that the home now matches snapshot id, as restore res
-// left it.
-func markHome(ctx context.Context, o HomeOptions, id string, res *Result) error {
-	print, err := homemark.RestoredPrint(o.Home, res.Entries, res.Bytes)
+// left it; record is the snapshot's.
+func markHome(o HomeOptions, id string, res *Result, record *pendingRecord) error {
+	rec, err := record.get()
 	if err != nil {
 		return err
 	}
-	rec, err := repo.LoadRecord(ctx, o.Store, id)
+	print, err := homemark.RestoredPrint(o.Home, res.Entries, res.Bytes)
 	if err != nil {
 		return err
 	}

@@ -79,8 +79,9 @@ type Options struct {
 	Progress fetch.Progress
 	Log      zerolog.Logger
 
-	hooks     *restoreHooks // tests inject failures here
-	recovered bool          // RestoreHome recovered the home already
+	hooks     *restoreHooks  // tests inject failures here
+	recovered bool           // RestoreHome recovered the home already
+	record    *pendingRecord // the snapshot's record, when RestoreHome reads it
 }
 
 // Owner is a numeric owner and group.
@@ -441,7 +442,13 @@ func (r *restorer) openPlan(ctx context.Context) (*fetch.Plan, error) {
 	if r.manifests != nil {
 		st = r.manifests
 	}
-	pr, err := fetch.OpenPlan(ctx, st, r.id, r.o.Selector, r.o.Include, r.o.Exclude)
+	var layers []string // the chain, when the record is at hand: its layers are requested at once
+	if r.o.record != nil {
+		if rec, err := r.o.record.get(); err == nil {
+			layers = rec.Layers()
+		}
+	}
+	pr, err := fetch.OpenPlan(ctx, st, r.id, r.o.Selector, r.o.Include, r.o.Exclude, layers...)
 	if err == nil {
 		pr.Filter.KeepModes = r.o.KeepModes
 	}
