@@ -9,6 +9,8 @@
 #   nothing changed  homesnap | restic backup | find -printf stat scan (floor)
 #   restore          homesnap | zstd -dc | tar -x | restic restore latest
 #   1 % churn        homesnap | restic backup (incremental)
+#                    and the sidecar with the change journal (its own
+#                    "elapsed" for the snapshot a SIGUSR1 asks for)
 # and, in the last run, the stored bytes after ten 1 %-churn incrementals.
 # Every peer archives exactly the paths homesnap selects (the jenkins
 # preset): tar gets the list from find, restic the same roots and excludes,
@@ -114,6 +116,7 @@ export RESTIC_CACHE_DIR=$BENCH/work/restic-cache # fresh with every repository
 unset RESTIC_PASSWORD_FILE RESTIC_PASSWORD_COMMAND RESTIC_KEY_HINT
 
 cleanup() {
+  if declare -F sidecar_stop >/dev/null; then sidecar_stop; fi
   if [ "${HOMESNAP_BENCH_KEEP:-0}" != 1 ] && [ -e "$MARK" ]; then
     rm -rf "$BENCH/work"
   fi
@@ -230,6 +233,65 @@ restic_backup() {
   local args
   mapfile -d '' args < <(restic_backup_args)
   (cd "$HOME_DIR" && tv restic restic backup --quiet --host bench "${args[@]}")
+}
+# The sidecar with the change journal, on a hard-linked copy of the homesnap
+# store (objects are written beside and renamed into place, so the copies
+# never share a write): it must follow its own head, which the --once
+# snapshots move. sidecar_start waits for its first snapshot (a full walk,
+# which finds nothing to store); sidecar_snapshot asks for one with SIGUSR1
+# and records the sidecar's own "elapsed" of it as the wall time, the CPU
+# the sidecar spent meanwhile, and its peak RSS since it started.
+SIDECAR_STORE=$BENCH/work/sidecar-store
+SIDECAR_LOG=$BENCH/work/sidecar.log
+SIDECAR_PID=
+snapshot_lines() { # the snapshots the sidecar logged so far
+  local n
+  n=$(grep -c '"elapsed"' "$SIDECAR_LOG" 2>/dev/null) || true
+  echo "${n:-0}"
+}
+wait_snapshot_line() { # wait_snapshot_line N: until the log has more than N
+  local i
+  for ((i = 0; i < 6000; i++)); do
+    [ "$(snapshot_lines)" -le "$1" ] || return 0
+    kill -0 "$SIDECAR_PID" 2>/dev/null || die "the sidecar exited; its log ends with: $(tail -n 5 "$SIDECAR_LOG")"
+    sleep 0.05
+  done
+  die "the sidecar took no snapshot within 5 minutes"
+}
+sidecar_start() {
+  rm -rf "$SIDECAR_STORE" && cp -al "$HS_STORE" "$SIDECAR_STORE" && rm -f "$SIDECAR_STORE/.lock"
+  "$BIN/snapshot" --home "$HOME_DIR" --store "$SIDECAR_STORE" --interval 1h --listen off \
+    --log-format json --journal auto --consolidate-max-archives 0 >/dev/null 2>"$SIDECAR_LOG" &
+  SIDECAR_PID=$!
+  wait_snapshot_line 0
+}
+sidecar_stop() {
+  [ -n "${SIDECAR_PID:-}" ] || return 0
+  kill -TERM "$SIDECAR_PID" 2>/dev/null || true
+  wait "$SIDECAR_PID" 2>/dev/null || true
+  SIDECAR_PID=
+  rm -rf "$SIDECAR_STORE"
+}
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+sidecar_snapshot() { # sidecar_snapshot SCENARIO RUN
+  local n cpu0 line
+  before_measure
+  n=$(snapshot_lines)
+  cpu0=$(proc_cpu "$SIDECAR_PID")
+  kill -USR1 "$SIDECAR_PID"
+  wait_snapshot_line "$n"
+  line=$(grep '"elapsed"' "$SIDECAR_LOG" | tail -n 1)
+  case $line in
+    *'"journal":"journal"'*'"snapshot committed"'*) ;;
+    *) die "the sidecar's snapshot after the churn did not use the journal or stored nothing: $line" ;;
+  esac
+  local wall cpu rss
+  wall=$(printf '%s\n' "$line" | sed -n 's/.*"elapsed":\([0-9.]*\).*/\1/p' | awk '{printf "%.3f", $1 / 1000}')
+  cpu=$(awk -v a="$cpu0" -v b="$(proc_cpu "$SIDECAR_PID")" 'BEGIN {printf "%.3f", b - a}')
+  rss=$(awk '/VmHWM/ {print $2}' "/proc/$SIDECAR_PID/status")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" homesnap "$2" "$wall" "$cpu" "$rss" >>"$SAMPLES"
+  printf '   %-16s %-12s run %s: %7.2f s (its elapsed), %7.2f s CPU, %7.1f MiB peak RSS (since it started)\n' \
+    "$1" sidecar "$2" "$wall" "$cpu" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')" >&2
 }
 restic_restore() { tv restic restic restore latest --quiet --target "$1"; }
 # Against S3, with the options of restic_s3_opts (RESTIC_S3_OPTS).
@@ -373,12 +435,15 @@ for ((run = 1; run <= RUNS; run++)); do
     rm -rf "$target"
   done
 
-  log "run $run: 1 % churn"
+  log "run $run: 1 % churn (the sidecar with the change journal started first)"
+  sidecar_start
   "$BIN/genhome" -churn 0.01 -seed 2 "$HOME_DIR" >&2
   warm_tree
   measure churn homesnap "$run" hs_snapshot
   [ -s "$OUT/stdout" ] || die "homesnap took no snapshot after the churn"
   measure churn restic "$run" restic_backup
+  sidecar_snapshot churn-journal "$run"
+  sidecar_stop
 
   if [ "$run" = "$RUNS" ]; then
     log "run $run: $((CHURN_ROUNDS - 1)) more churn rounds for the stored bytes"
@@ -480,7 +545,7 @@ miss_by_s() { # homesnap seconds above GOAL×peer, for the MISS detail
 }
 
 report() {
-  local hs_full hs_nc hs_churn hs_rest
+  local hs_full hs_nc hs_churn hs_rest hs
   hs_full=$(stat full homesnap w)
   hs_nc=$(stat no-change homesnap w)
   hs_churn=$(stat churn homesnap w)
@@ -511,11 +576,14 @@ no-change restic
 no-change stat-scan
 churn homesnap
 churn restic
+churn-journal homesnap
 restore homesnap
 restore zstd+tar
 restore zstd+tar+sync
 restore restic
 EOF
+  echo
+  echo "churn-journal is the sidecar with the change journal (\`--journal auto\`, on a copy of the homesnap store, started before the churn: its first snapshot, a full walk, stores nothing): its own \"elapsed\" for the snapshot SIGUSR1 asks for, the CPU it spent meanwhile and its peak RSS since it started."
   echo
   echo "zstd+tar+sync is zstd+tar followed by \`sync -f\` (syncfs, as the homesnap restore ends): informational, not a target."
   echo
@@ -545,6 +613,8 @@ EOF
   target "no change vs stat scan" "$(ratio "$hs_nc" "$p")" 3.0 "$(miss_by_s "$hs_nc" "$p" 3.0)"
   p=$(stat churn restic w)
   target "1 % churn vs restic" "$(ratio "$hs_churn" "$p")" 0.25 "$(miss_by_s "$hs_churn" "$p" 0.25)"
+  hs=$(stat churn-journal homesnap w)
+  target "1 % churn, sidecar with journal, vs restic" "$(ratio "$hs" "$p")" 0.15 "$(miss_by_s "$hs" "$p" 0.15)"
   p=$(stat restore zstd+tar w)
   target "restore vs zstd+tar" "$(ratio "$hs_rest" "$p")" 1.0 "$(miss_by_s "$hs_rest" "$p" 1.0)"
   p=$(stat restore restic w)

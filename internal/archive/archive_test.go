@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -171,6 +172,43 @@ func TestGNUTarExtractsTheArchive(t *testing.T) {
 			if !fi.IsDir() {
 				t.Errorf("%s: not a directory", f.e.Path)
 			}
+		}
+	}
+}
+
+// ComparePaths skips equal prefixes a word at a time: it must agree with
+// the byte-by-byte order ('/' lowest) wherever the paths first differ.
+func TestComparePathsAgreesByteByByte(t *testing.T) {
+	rank := func(c byte) int {
+		if c == '/' {
+			return -1
+		}
+		return int(c)
+	}
+	want := func(a, b string) int {
+		for i := 0; i < min(len(a), len(b)); i++ {
+			if a[i] != b[i] {
+				return cmp.Compare(rank(a[i]), rank(b[i]))
+			}
+		}
+		return cmp.Compare(len(a), len(b))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := "ab/.-\xff"
+	for range 20000 {
+		a := make([]byte, rng.IntN(40))
+		for i := range a {
+			a[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		b := slices.Clone(a[:rng.IntN(len(a)+1)])
+		for range rng.IntN(3) { // differ here and there, or only in length
+			if len(b) > 0 {
+				b[rng.IntN(len(b))] = alphabet[rng.IntN(len(alphabet))]
+			}
+		}
+		b = append(b, alphabet[:rng.IntN(3)]...)
+		if got, w := ComparePaths(string(a), string(b)), want(string(a), string(b)); got != w {
+			t.Fatalf("ComparePaths(%q, %q) = %d, want %d", a, b, got, w)
 		}
 	}
 }

@@ -178,6 +178,14 @@ func (c *ChainReader) end() error {
 	return io.EOF
 }
 
+// ReadAhead makes every layer decode its lines ahead of the merge, in a
+// goroutine of its own (see ManifestReader.ReadAhead).
+func (c *ChainReader) ReadAhead() {
+	for _, l := range c.layers {
+		l.ReadAhead()
+	}
+}
+
 // Close releases every layer's decoder.
 func (c *ChainReader) Close() {
 	for _, l := range c.layers {

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -261,4 +264,79 @@ func cmpOr(a, b *Entry) *Entry {
 		return a
 	}
 	return b
+}
+
+// Read ahead, a chain gives the same entries, totals and errors as read
+// in step, and closing it half-way ends its goroutines.
+func TestChainReadAheadReadsTheSame(t *testing.T) {
+	var specs []string
+	for i := range 3*aheadBatches*aheadBatch + 7 { // more than the read-ahead holds
+		specs = append(specs, fmt.Sprintf("d%04d:f", i))
+	}
+	s1 := tree(specs...)
+	s2 := tree(append(specs[1:len(specs)-1:len(specs)-1], "z:l")...)
+	full := layer(t, "s1", nil, nil, s1)
+	d2 := layer(t, "s2", []string{"s1", "s2"}, s1, s2)
+	read := func(ahead bool, layers ...[]byte) ([]*Entry, *Totals, error) {
+		ch, err := openChain(t, layers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ahead {
+			ch.ReadAhead()
+		}
+		got, err := readChain(ch)
+		return got, ch.Totals, err
+	}
+	want, wantTotals, err := read(false, full, d2)
+	if err != nil || len(want) != len(s2) {
+		t.Fatalf("in step: %d entries, %v", len(want), err)
+	}
+	got, totals, err := read(true, full, d2)
+	if err != nil || len(got) != len(want) || !reflect.DeepEqual(totals, wantTotals) {
+		t.Fatalf("read ahead: %d entries, totals %+v, %v; in step %d, %+v", len(got), totals, err, len(want), wantTotals)
+	}
+	for i := range got {
+		if !got[i].Equal(want[i]) {
+			t.Fatalf("entry %d: %+v, in step %+v", i, got[i], want[i])
+		}
+	}
+	// Damaged half-way: the same error, after the same entries.
+	var buf bytes.Buffer
+	w, err := NewManifestWriter(&buf, Header{ID: "bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range s1 {
+		if i == aheadBatch+3 {
+			w.ForceWrite(s1[0]) // out of order
+		}
+		w.ForceWrite(e)
+	}
+	if _, err := w.Close(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	wantN, _, wantErr := read(false, buf.Bytes())
+	gotN, _, gotErr := read(true, buf.Bytes())
+	if wantErr == nil || gotErr == nil || gotErr.Error() != wantErr.Error() || len(gotN) != len(wantN) || len(gotN) <= aheadBatch {
+		t.Fatalf("damaged: read ahead %d entries, %v; in step %d, %v", len(gotN), gotErr, len(wantN), wantErr)
+	}
+	before := runtime.NumGoroutine()
+	for range 10 {
+		ch, err := openChain(t, full, d2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.ReadAhead()
+		if _, err := ch.Next(); err != nil {
+			t.Fatal(err)
+		}
+		ch.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the decoders' own goroutines end after Close returns
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after closing the chains, %d before", n, before)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -122,9 +123,12 @@ var errSyntax = errors.New("malformed entry")
 
 // parseEntry decodes one entry line written by appendEntry (or by any JSON
 // encoder producing the same object). Unknown keys are skipped so that
-// newer writers can add fields.
-func parseEntry(line []byte, e *Entry) error {
-	p := parser{b: line}
+// newer writers can add fields. archives, when set, interns archive IDs
+// (a manifest names few archives). Only the path, and a new archive ID or
+// link target, are allocated: keys, types, numbers and hashes are read in
+// place, as a manifest of a million lines is decoded on every snapshot.
+func parseEntry(line []byte, e *Entry, archives map[string]string) error {
+	p := parser{b: line, archives: archives}
 	p.space()
 	if !p.eat('{') {
 		return errSyntax
@@ -134,7 +138,7 @@ func parseEntry(line []byte, e *Entry) error {
 		return nil
 	}
 	for {
-		key, err := p.str()
+		key, err := p.raw()
 		if err != nil {
 			return err
 		}
@@ -158,8 +162,9 @@ func parseEntry(line []byte, e *Entry) error {
 }
 
 type parser struct {
-	b []byte
-	i int
+	b        []byte
+	i        int
+	archives map[string]string // interned archive IDs, or nil
 }
 
 func (p *parser) space() {
@@ -176,17 +181,17 @@ func (p *parser) eat(c byte) bool {
 	return false
 }
 
-func (p *parser) field(key string, e *Entry) error {
+func (p *parser) field(key []byte, e *Entry) error {
 	var err error
-	switch key {
+	switch string(key) {
 	case "path":
 		e.Path, err = p.str()
 	case "path_b64":
 		e.Path, err = p.b64()
 	case "type":
-		var t string
-		t, err = p.str()
-		e.Type = Type(t)
+		var t []byte
+		t, err = p.raw()
+		e.Type = typeOf(t)
 	case "mode":
 		var v uint64
 		v, err = p.uint()
@@ -204,10 +209,10 @@ func (p *parser) field(key string, e *Entry) error {
 	case "link_b64":
 		e.Link, err = p.b64()
 	case "sha256":
-		var s string
-		if s, err = p.str(); err == nil {
+		var s []byte
+		if s, err = p.raw(); err == nil {
 			e.Hash = new(Hash)
-			err = e.Hash.UnmarshalText([]byte(s))
+			err = e.Hash.UnmarshalText(s)
 		}
 	case "ctime":
 		e.CTime, err = p.int()
@@ -218,7 +223,10 @@ func (p *parser) field(key string, e *Entry) error {
 	case "implied":
 		e.Implied, err = p.bool()
 	case "archive":
-		e.Archive, err = p.str()
+		var a []byte
+		if a, err = p.raw(); err == nil {
+			e.Archive = p.intern(a)
+		}
 	case "offset":
 		e.Offset, err = p.int()
 	case "length":
@@ -227,6 +235,28 @@ func (p *parser) field(key string, e *Entry) error {
 		err = p.skip()
 	}
 	return err
+}
+
+// typeOf returns the Type named t, without allocating for the known ones.
+func typeOf(t []byte) Type {
+	for _, known := range []Type{TypeFile, TypeDir, TypeSymlink, TypeDeleted} {
+		if string(t) == string(known) {
+			return known
+		}
+	}
+	return Type(t)
+}
+
+// intern returns a as a string, the same one for every line that names it.
+func (p *parser) intern(a []byte) string {
+	if id, ok := p.archives[string(a)]; ok {
+		return id
+	}
+	id := string(a)
+	if p.archives != nil && id != "" {
+		p.archives[id] = id
+	}
+	return id
 }
 
 func (p *parser) number() ([]byte, error) {
@@ -245,7 +275,18 @@ func (p *parser) int() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return strconv.ParseInt(string(n), 10, 64)
+	neg := n[0] == '-'
+	if neg {
+		n = n[1:]
+	}
+	v, ok := decimal(n)
+	switch {
+	case !ok || v > 1<<63 || v == 1<<63 && !neg:
+		return 0, errNumber
+	case neg:
+		return -int64(v), nil // 1<<63 wraps to the smallest int64, as meant
+	}
+	return int64(v), nil
 }
 
 func (p *parser) intAs() (int, error) {
@@ -258,7 +299,30 @@ func (p *parser) uint() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return strconv.ParseUint(string(n), 10, 64)
+	v, ok := decimal(n)
+	if !ok {
+		return 0, errNumber
+	}
+	return v, nil
+}
+
+var errNumber = errors.New("not a number in range")
+
+// decimal parses the unsigned decimal digits n; false when n is empty,
+// holds anything else or overflows 64 bits.
+func decimal(n []byte) (uint64, bool) {
+	if len(n) == 0 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range n {
+		d := uint64(c) - '0'
+		if d > 9 || v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }
 
 func (p *parser) bool() (bool, error) {
@@ -301,6 +365,25 @@ func (p *parser) skip() error {
 	}
 	_, err := p.number()
 	return err
+}
+
+// raw returns a JSON string's bytes, in place when it has no escapes (keys,
+// types, hashes and archive IDs never have any). They are valid until the
+// line is.
+func (p *parser) raw() ([]byte, error) {
+	if p.i < len(p.b) && p.b[p.i] == '"' {
+		end := p.i + 1
+		for end < len(p.b) && p.b[end] != '"' && p.b[end] != '\\' {
+			end++
+		}
+		if end < len(p.b) && p.b[end] == '"' {
+			s := p.b[p.i+1 : end]
+			p.i = end + 1
+			return s, nil
+		}
+	}
+	s, err := p.str()
+	return []byte(s), err
 }
 
 // str decodes a JSON string, handling every escape JSON allows.

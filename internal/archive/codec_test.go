@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 var awkward = []string{
@@ -39,7 +42,7 @@ func TestEntryCodecRoundTripsAnyBytes(t *testing.T) {
 		e := randomEntry(rng)
 		line := appendEntry(nil, e)
 		var got Entry
-		if err := parseEntry(line, &got); err != nil {
+		if err := parseEntry(line, &got, nil); err != nil {
 			t.Fatalf("parse %s: %v", line, err)
 		}
 		if !reflect.DeepEqual(*e, got) {
@@ -64,7 +67,7 @@ func TestEntryCodecAgreesWithEncodingJSON(t *testing.T) {
 		}
 		std, _ := json.Marshal(e)
 		var viaUs Entry
-		if err := parseEntry(std, &viaUs); err != nil || !reflect.DeepEqual(*e, viaUs) {
+		if err := parseEntry(std, &viaUs, nil); err != nil || !reflect.DeepEqual(*e, viaUs) {
 			t.Fatalf("we read encoding/json's line differently: %v\n%s", err, std)
 		}
 	}
@@ -75,12 +78,44 @@ func FuzzParseEntry(f *testing.F) {
 	f.Add(appendEntry(nil, &Entry{Path: "x\ny", Type: TypeSymlink, Link: "\xff"}))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var e Entry
-		if parseEntry(line, &e) != nil {
+		if parseEntry(line, &e, nil) != nil {
 			return
 		}
 		var again Entry
-		if err := parseEntry(appendEntry(nil, &e), &again); err != nil || !reflect.DeepEqual(e, again) {
+		if err := parseEntry(appendEntry(nil, &e), &again, nil); err != nil || !reflect.DeepEqual(e, again) {
 			t.Fatalf("re-encoding changes the entry: %v\n%+v\n%+v", err, e, again)
 		}
 	})
+}
+
+// The numbers are read in place: exactly what strconv accepts in base 10.
+func TestEntryCodecNumbersAsStrconv(t *testing.T) {
+	for _, n := range []string{"0", "-0", "007", "1", "-1", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"-9223372036854775809", "18446744073709551615", "18446744073709551616", "99999999999999999999", "-", "--1", "1-2", "-18446744073709551615"} {
+		line := []byte(`{"path":"a","type":"file","size":` + n + `,"ino":` + strings.TrimPrefix(n, "-") + `}`)
+		var e Entry
+		err := parseEntry(line, &e, nil)
+		want, werr := strconv.ParseInt(n, 10, 64)
+		wantIno, ierr := strconv.ParseUint(strings.TrimPrefix(n, "-"), 10, 64)
+		if (err == nil) != (werr == nil && ierr == nil) || err == nil && (e.Size != want || e.Inode != wantIno) {
+			t.Errorf("%s: size %d ino %d err %v; strconv: %d %v, %d %v", n, e.Size, e.Inode, err, want, werr, wantIno, ierr)
+		}
+		if _, err := (&parser{b: []byte(n)}).uint(); (err == nil) != (func() bool { _, e := strconv.ParseUint(n, 10, 64); return e == nil })() {
+			t.Errorf("uint %s: %v", n, err)
+		}
+	}
+}
+
+// A manifest names few archives: each ID is one string, however many
+// lines name it.
+func TestEntryCodecInternsArchives(t *testing.T) {
+	archives := map[string]string{}
+	line := appendEntry(nil, &Entry{Path: "a", Type: TypeFile, Archive: "20261202T111400.000Z-a1b2c3"})
+	var a, b Entry
+	if parseEntry(line, &a, archives) != nil || parseEntry(line, &b, archives) != nil {
+		t.Fatal("parse failed")
+	}
+	if a.Archive != "20261202T111400.000Z-a1b2c3" || unsafe.StringData(a.Archive) != unsafe.StringData(b.Archive) {
+		t.Fatalf("archive %q and %q are not one string", a.Archive, b.Archive)
+	}
 }

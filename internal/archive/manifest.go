@@ -195,6 +195,12 @@ type ManifestReader struct {
 	last   string
 	n      int64
 	long   []byte // a line longer than br's buffer
+	// With ReadAhead: the batches decoded ahead, the stop that ends their
+	// goroutine, the batch being handed out and the error after it.
+	ahead    chan batch
+	stop     chan struct{}
+	batch    []*Entry
+	batchErr error
 	// archives interns archive IDs: a manifest names few archives, and a
 	// restore holds the entries of its ranged reads in flight.
 	archives map[string]string
@@ -289,6 +295,66 @@ var trailerPrefix = []byte(`{"end":`)
 
 // Next returns the next entry, or io.EOF after a complete manifest.
 func (m *ManifestReader) Next() (*Entry, error) {
+	if m.ahead == nil {
+		return m.next()
+	}
+	for len(m.batch) == 0 {
+		if m.batchErr != nil {
+			return nil, m.batchErr
+		}
+		b, ok := <-m.ahead
+		if !ok { // cannot happen: the last batch carries io.EOF or the error
+			return nil, fmt.Errorf("%w manifest: read ahead ended early", ErrCorrupt)
+		}
+		m.batch, m.batchErr = b.entries, b.err
+	}
+	e := m.batch[0]
+	m.batch[0] = nil
+	m.batch = m.batch[1:]
+	return e, nil
+}
+
+// aheadBatch is how many entries the reader decodes ahead per hand-over,
+// and aheadBatches how many hand-overs it keeps ready.
+const aheadBatch, aheadBatches = 256, 4
+
+type batch struct {
+	entries []*Entry
+	err     error // ends the reading: io.EOF or what Next returns
+}
+
+// ReadAhead makes the reader decompress and decode its lines in a
+// goroutine of its own, a few batches ahead of Next, so that a caller
+// merging the entries (a snapshot over its parent's manifest) does not
+// wait for the decoding. Close stops it. Call it once, before Next.
+func (m *ManifestReader) ReadAhead() {
+	if m.ahead != nil {
+		return
+	}
+	m.ahead, m.stop = make(chan batch, aheadBatches), make(chan struct{})
+	go func() {
+		defer close(m.ahead)
+		for {
+			b := batch{entries: make([]*Entry, 0, aheadBatch)}
+			for len(b.entries) < aheadBatch && b.err == nil {
+				var e *Entry
+				if e, b.err = m.next(); b.err == nil {
+					b.entries = append(b.entries, e)
+				}
+			}
+			select {
+			case m.ahead <- b:
+			case <-m.stop:
+				return
+			}
+			if b.err != nil {
+				return
+			}
+		}
+	}()
+}
+
+func (m *ManifestReader) next() (*Entry, error) {
 	line, err := m.readLine()
 	if err != nil && m.src.err != nil { // the read failed, not the data
 		return nil, fmt.Errorf("read manifest after entry %d: %w", m.n, m.src.err)
@@ -326,7 +392,10 @@ func (m *ManifestReader) Next() (*Entry, error) {
 		return nil, io.EOF
 	}
 	e := new(Entry)
-	if err := parseEntry(line, e); err != nil {
+	if m.archives == nil {
+		m.archives = map[string]string{}
+	}
+	if err := parseEntry(line, e, m.archives); err != nil {
 		return nil, fmt.Errorf("%w manifest after entry %d: %v", ErrCorrupt, m.n, err)
 	}
 	if err := CheckPath(e.Path); err != nil {
@@ -352,23 +421,21 @@ func (m *ManifestReader) Next() (*Entry, error) {
 	default:
 		return nil, fmt.Errorf("%w manifest: %q has unknown type %q", ErrCorrupt, e.Path, e.Type)
 	}
-	if id, ok := m.archives[e.Archive]; ok {
-		e.Archive = id
-	} else if e.Archive != "" {
-		if m.archives == nil {
-			m.archives = map[string]string{}
-		}
-		m.archives[e.Archive] = e.Archive
-	}
 	m.last = e.Path
 	m.n++
 	return e, nil
 }
 
-// Close releases the decoder, and closes the source when it is an
-// io.Closer (a store's response body): a reader that stops before the
-// trailer must not keep the connection.
+// Close releases the decoder, once the read-ahead (if any) stopped, and
+// closes the source when it is an io.Closer (a store's response body): a
+// reader that stops before the trailer must not keep the connection.
 func (m *ManifestReader) Close() {
+	if m.ahead != nil && m.stop != nil {
+		close(m.stop)
+		for range m.ahead { // until it stops: it reads the source
+		}
+		m.stop = nil
+	}
 	m.zr.Close()
 	if c, ok := m.src.r.(io.Closer); ok {
 		c.Close()

@@ -45,6 +45,7 @@ func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.
 		}
 	}
 	items := (&Changes{Paths: paths}).sorted()
+	defer prefetch(ctx, root, items)()
 
 	r := &rescan{ctx: ctx, home: home, root: root, sel: sel, skipped: skipped, paths: paths, tree: "\x00",
 		out: emitter{root: root, sel: sel, fn: fn}}
@@ -124,16 +125,17 @@ func (r *rescan) redo(rel string, old *archive.Entry) error {
 	if ne == nil {
 		return nil
 	}
+	walkBelow, selected := whole && isDir(ne), !ne.Implied // read before put hands ne on
 	if err := r.out.put(ne); err != nil {
 		return err
 	}
-	if whole && isDir(ne) {
+	if walkBelow {
 		if r.trees == nil {
 			if r.trees, err = scan.OpenSubtrees(r.ctx, r.home, r.sel, r.skipped); err != nil {
 				return err
 			}
 		}
-		return r.trees.Below(rel, !ne.Implied, r.out.put)
+		return r.trees.Below(rel, selected, r.out.put)
 	}
 	return nil
 }
@@ -206,11 +208,14 @@ func (m *emitter) put(e *archive.Entry) error {
 		m.open = append(m.open, p.Path)
 	}
 	m.pending = m.pending[:0]
+	// Read before fn hands e on: the snapshot's workers rewrite a file's
+	// entry as they open it.
+	path, dir := e.Path, e.Type == archive.TypeDir
 	if err := m.fn(e); err != nil {
 		return err
 	}
-	if e.Type == archive.TypeDir {
-		m.open = append(m.open, e.Path)
+	if dir {
+		m.open = append(m.open, path)
 	}
 	return nil
 }

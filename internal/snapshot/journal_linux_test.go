@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -218,6 +219,79 @@ func TestJournalWalksAfterAFailedSnapshot(t *testing.T) {
 		t.Fatalf("after a failed snapshot: journal %+v, want a full walk (invalidated)", *res.Journal)
 	}
 	assertManifestIsWalk(t, home, st, res.ID)
+}
+
+// Journal-driven snapshots through every shape of manifest a sidecar
+// writes: deltas on the parent, a chain at its limit compacted, a full
+// manifest once the deltas are heavy, with whole trees deleted and
+// created. Each manifest equals a walk, and its record's totals count
+// what the walk finds.
+func TestJournalSnapshotsThroughCompactionAndFullManifests(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	j := openJournal(t, home, 0)
+	snap := func() *snapshot.Result {
+		t.Helper()
+		res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j, MaxManifestChain: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	snap()
+	p := func(rel string) string { return filepath.Join(home, filepath.FromSlash(rel)) }
+	var lens []int
+	for round := range 7 {
+		switch round {
+		case 0, 3: // a tree appears
+			for b := range 3 {
+				snaptest.Write(t, home, fmt.Sprintf("jobs/t%d/builds/%d/log", round, b), "line\n")
+			}
+		case 1, 4: // and goes, whole
+			if err := os.RemoveAll(p(fmt.Sprintf("jobs/t%d", round-1))); err != nil {
+				t.Fatal(err)
+			}
+		case 5: // every entry changes: the next manifest is a full one
+			later := time.Now().Add(time.Hour)
+			for rel := range snaptest.Selected(t, home) {
+				os.Chtimes(p(rel), later, later)
+			}
+		default:
+			appendTo(t, p("jobs/test/builds/2/log"), "more\n")
+		}
+		res := snap()
+		if res.Journal.Mode != "journal" || res.Unchanged {
+			t.Fatalf("round %d: %+v (journal %+v), want a journal-driven snapshot", round, res, *res.Journal)
+		}
+		lens = append(lens, len(res.Manifests))
+		assertManifestIsWalk(t, home, st, res.ID)
+		rec, err := repo.LoadRecord(context.Background(), st, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries, files, bytes int64
+		if err := scan.Walk(context.Background(), home, snaptest.Jenkins(t), nil, func(e *archive.Entry) error {
+			entries++
+			if e.Type == archive.TypeFile {
+				files, bytes = files+1, bytes+e.Size
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Entries != entries || rec.Files != files || rec.Bytes != bytes {
+			t.Errorf("round %d: record counts %d entries, %d files, %d bytes; the walk %d, %d, %d", round, rec.Entries, rec.Files, rec.Bytes, entries, files, bytes)
+		}
+	}
+	// 2, 3, then compacted to 2 (limit 3), 3, 2, a delta holding every
+	// entry, then a full manifest.
+	if !slices.Equal(lens, []int{2, 3, 2, 3, 2, 3, 1}) {
+		t.Errorf("chain lengths %v, want [2 3 2 3 2 3 1]", lens)
+	}
+	target := t.TempDir()
+	if err := restoreInto(target, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	snaptest.AssertSame(t, snaptest.Selected(t, home), snaptest.All(t, target))
 }
 
 // A verification walk runs after the journal's changes were taken: what

@@ -122,6 +122,9 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 			return nil, err
 		}
 		defer parent.Close()
+		// Decoded beside the merge: with the change journal, decoding the
+		// parent's lines is most of what the producer does.
+		parent.ReadAhead()
 		if err := s.chooseManifest(ctx, parent); err != nil {
 			return nil, err
 		}
