@@ -3,6 +3,7 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"math/rand"
 	"os"
@@ -495,4 +496,38 @@ func TestManySiblingDirectories(t *testing.T) {
 		}
 	}
 	check("deleted and written")
+}
+
+// An entry Rescan passes on is the taker's: a snapshot's worker rewrites
+// it with the file's fresh stat while the rescan goes on. Rescan must not
+// read it again (it did, racing the worker): here the taker clobbers each
+// entry as soon as it has it, and the rescan still reports what a walk does.
+func TestRescanLeavesPassedEntriesAlone(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	base, _ := next(t, j, home, sel, nil)
+	for _, d := range []string{"jobs/new/builds/1", "jobs/new/builds/2/archive", "jobs/a/builds/9"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(home, d, "log"), []byte("x"), 0o644)
+	}
+	os.WriteFile(filepath.Join(home, "jobs/new/config.xml"), []byte("<project/>"), 0o644)
+	os.WriteFile(filepath.Join(home, "jobs/a/builds/1/log"), []byte("more"), 0o644)
+	ch, err := j.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*archive.Entry
+	if err := Rescan(context.Background(), home, sel, Entries(base), ch, nil, func(e *archive.Entry) error {
+		c := *e
+		got = append(got, &c)
+		*e = archive.Entry{Path: "clobbered"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ds := diff(walkAll(t, home, sel), got, 5); len(ds) > 0 {
+		t.Fatalf("journal + rescan differs from a walk when the taker rewrites what it gets:\n%s", strings.Join(ds, "\n"))
+	}
 }

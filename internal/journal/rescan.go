@@ -124,16 +124,17 @@ func (r *rescan) redo(rel string, old *archive.Entry) error {
 	if ne == nil {
 		return nil
 	}
+	walkBelow, selected := whole && isDir(ne), !ne.Implied // ne is the taker's once put
 	if err := r.out.put(ne); err != nil {
 		return err
 	}
-	if whole && isDir(ne) {
+	if walkBelow {
 		if r.trees == nil {
 			if r.trees, err = scan.OpenSubtrees(r.ctx, r.home, r.sel, r.skipped); err != nil {
 				return err
 			}
 		}
-		return r.trees.Below(rel, !ne.Implied, r.out.put)
+		return r.trees.Below(rel, selected, r.out.put)
 	}
 	return nil
 }
@@ -199,18 +200,22 @@ func (m *emitter) put(e *archive.Entry) error {
 	if err := m.ancestors(e.Path); err != nil {
 		return err
 	}
+	// An entry passed to fn is the taker's: a snapshot's worker may
+	// rewrite it (a file's fresh stat) while this goes on.
 	for _, p := range m.pending {
+		path := p.Path
 		if err := m.fn(p); err != nil {
 			return err
 		}
-		m.open = append(m.open, p.Path)
+		m.open = append(m.open, path)
 	}
 	m.pending = m.pending[:0]
+	path, dir := e.Path, e.Type == archive.TypeDir
 	if err := m.fn(e); err != nil {
 		return err
 	}
-	if e.Type == archive.TypeDir {
-		m.open = append(m.open, e.Path)
+	if dir {
+		m.open = append(m.open, path)
 	}
 	return nil
 }
