@@ -131,10 +131,10 @@ kicks() {
 }
 sidecar() { # MODE LOG
   "$b/snapshot" --home "$home" --store "$store" --interval 1h --listen "$LISTEN" --log-format json \
-    --journal "$1" --consolidate-max-archives 0 >"$work/$1.out" 2>"$2" &
+    --journal "$1" --consolidate-max-archives 0 --final-timeout 10m >"$work/$1.out" 2>"$2" &
   pid=$!
 }
-stop() { # LOG: SIGTERM, the final snapshot, the exit
+stop() { # LOG: SIGTERM, the final snapshot (a walk without the journal: --final-timeout), the exit
   kill -TERM "$pid"
   wait "$pid" || { echo "journal: the sidecar failed:" >&2; tail -5 "$1" >&2; exit 1; }
   pid=
