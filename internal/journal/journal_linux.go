@@ -83,7 +83,7 @@ type watch struct {
 // seen). When the watches do not fit (fs.inotify.max_user_watches, shared
 // by all of the user's processes) Open fails with a *FullWalkError.
 //
-// A watch costs the kernel about 1.2 KiB: its mark (~130 bytes) and the
+// A watch costs the kernel about 1.2 KiB: its mark (100–130 bytes) and the
 // watched directory's inode, which cannot be evicted while watched (the
 // kernel's own estimate, INOTIFY_WATCH_COST, is 1.3 KiB). A home of a
 // million files in ~300,000 directories takes about 365 MiB of kernel

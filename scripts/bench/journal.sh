@@ -6,8 +6,8 @@
 #
 # 1. A sidecar with --journal auto (--interval 1h: only what the script
 #    asks for runs; metrics on a loopback listener), started with the page
-#    cache dropped when that is possible: the time its journal
-#    took to open (every selected directory watched), its first snapshot
+#    cache dropped when that is possible: the time its journal took to
+#    open (every selected directory watched), its first snapshot
 #    (a full walk into an empty store), then an idle window with nothing
 #    changing: its CPU from /proc/PID/stat (utime + stime, extrapolated to
 #    an hour) and its wakeups (context switches of all its threads), its
@@ -16,8 +16,8 @@
 #    The kernel memory of its watches: what the kernel gives back when the
 #    sidecar exits (Slab/SUnreclaim in /proc/meminfo: the marks; the
 #    slab inotify_inode_mark too when /proc/slabinfo shows it), and what
-#    the watches pin (a watched directory's inode and dentry cannot be
-#    reclaimed: watches × the object sizes /proc/slabinfo gives).
+#    the watches pin (a watched directory's inode cannot be evicted:
+#    watches × the ext4 inode's object size in /proc/slabinfo).
 # 2. On the same store, a sidecar with --journal off: its first snapshot
 #    and KICKS more on SIGUSR1, each a full walk with nothing to store;
 #    then one `snapshot --once` with the page cache dropped (when
@@ -179,7 +179,7 @@ stop "$on"
 sleep 2
 unreclaim2=$(meminfo SUnreclaim)
 marks2=$(slab inotify_inode_mark)
-pinned=$(awk -v w="$watches" -v i="$(objsize ext4_inode_cache)" -v d="$(objsize dentry)" 'BEGIN {if (i && d) printf "%.1f", w * (i + d) / 1048576}')
+pinned=$(awk -v w="$watches" -v i="$(objsize ext4_inode_cache)" 'BEGIN {if (i) printf "%.1f", w * i / 1048576}')
 
 # 2. journal off, on the same store
 off=$work/off.log
@@ -219,4 +219,4 @@ echo "| kernel: SUnreclaim before start, before exit, after exit | $(mib "$unrec
 if [ -n "$marks1" ]; then
   echo "| kernel: slab inotify_inode_mark before start, before exit, after exit | $((${marks0:-0} / 1024)), $((marks1 / 1024)), $((${marks2:-0} / 1024)) KiB | |"
 fi
-[ -z "$pinned" ] || echo "| kernel: inodes and dentries the watches pin (watches × (ext4_inode_cache + dentry)) | $pinned MiB | |"
+[ -z "$pinned" ] || echo "| kernel: the inodes the watches pin (watches × ext4_inode_cache object) | $pinned MiB | |"
