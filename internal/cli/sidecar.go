@@ -50,12 +50,13 @@ func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, on
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
 	m.Interval(cfg.Interval)
 	if cfg.Journal == "auto" {
+		opening := time.Now()
 		if j, err := snapshot.OpenJournal(opts.Home, opts.Selector, cfg.JournalVerify); err != nil {
 			log.Warn().Err(err).Msg("no change journal: every snapshot walks the whole home")
 		} else {
 			defer j.Close()
 			opts.Journal = j
-			log.Info().Int("watches", j.Watches()).Dur("verify_interval", cfg.JournalVerify).Msg("change journal on: snapshots read only what changed")
+			log.Info().Int("watches", j.Watches()).Dur("opened_in", time.Since(opening)).Dur("verify_interval", cfg.JournalVerify).Msg("change journal on: snapshots read only what changed")
 		}
 	}
 	r := runner.New(runner.Options{

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +52,8 @@ type Journal struct {
 	// ended are the watches whose IN_IGNORED was read this interval and
 	// the one before: an event racing a watch's removal can come after it.
 	ended, endedBefore map[int32]bool
-	top                *node            // the home
-	moves              map[uint32]*node // directories moved away, until their IN_MOVED_TO (same cookie)
+	top                *watch            // the home
+	moves              map[uint32]*watch // directories moved away, until their IN_MOVED_TO (same cookie)
 	changes            *Changes
 	fail               *FullWalkError // why this interval cannot be trusted
 	resync             bool           // the watches must be placed again before the next interval
@@ -61,19 +62,19 @@ type Journal struct {
 	buf                []byte
 }
 
-// node is a watched directory; its path is its names up to the home.
-type node struct {
-	wd       int32
-	name     string
-	parent   *node            // nil for the home, and once detached
-	children map[string]*node // nil until it has one
-}
-
+// watch is one inotify watch: a directory of the selection, a node of
+// the tree of watched directories (its path is its names up to the home),
+// or a file with several names. One allocation per watch: a million-file
+// home has ~300,000 directories, and the sidecar holds them all.
 type watch struct {
-	dir     *node  // a directory's watch, or nil:
-	ino     uint64 // a multiply linked file's
-	removed bool   // removed by us: its last events and IN_IGNORED are expected
-	deleted bool   // IN_DELETE_SELF seen: IN_IGNORED is expected
+	parent   *watch            // a directory's: nil for the home, and once detached
+	children []*watch          // a directory's watched subdirectories, by name (a map would cost ~50 bytes each)
+	name     string            // a directory's name in its parent
+	ino      uint64            // a file's inode
+	wd       int32
+	file     bool
+	removed  bool // removed by us: its last events and IN_IGNORED are expected
+	deleted  bool // IN_DELETE_SELF seen: IN_IGNORED is expected
 }
 
 // Open starts following the selection sel of home: it watches every
@@ -82,10 +83,11 @@ type watch struct {
 // seen). When the watches do not fit (fs.inotify.max_user_watches, shared
 // by all of the user's processes) Open fails with a *FullWalkError.
 //
-// A watch costs the kernel about 1.3 KiB (INOTIFY_WATCH_COST: the mark and
-// the inodes it keeps cached), so a home of a million files in ~300,000
-// directories takes about 400 MiB of kernel memory, and a sysctl raised to
-// match.
+// A watch costs the kernel about 1.2 KiB: its mark (100–130 bytes) and the
+// watched directory's inode, which cannot be evicted while watched (the
+// kernel's own estimate, INOTIFY_WATCH_COST, is 1.3 KiB). A home of a
+// million files in ~300,000 directories takes about 365 MiB of kernel
+// memory, a sysctl raised to match, and ~110 bytes per watch here.
 func Open(home string, sel *selector.Selector) (*Journal, error) {
 	root, err := homefs.Open(home)
 	if err != nil {
@@ -110,7 +112,7 @@ func Open(home string, sel *selector.Selector) (*Journal, error) {
 	j := &Journal{
 		home: home, root: root, sel: sel, ifd: ifd, wake: wake, done: make(chan struct{}),
 		watches: map[int32]*watch{}, ended: map[int32]bool{}, endedBefore: map[int32]bool{},
-		moves: map[uint32]*node{}, changes: newChanges(),
+		moves: map[uint32]*watch{}, changes: newChanges(),
 		stats: Stats{Fallbacks: map[Reason]uint64{}}, buf: make([]byte, 64<<10),
 	}
 	j.mu.Lock()
@@ -195,7 +197,7 @@ func (j *Journal) Stats() Stats {
 	for _, w := range j.watches {
 		switch {
 		case w.removed || w.deleted:
-		case w.dir != nil:
+		case !w.file:
 			s.DirWatches++
 		default:
 			s.FileWatches++
@@ -332,11 +334,11 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 		j.untrust(ReasonUnmount, "the file system of "+j.describe(w)+" was unmounted")
 		return
 	}
-	if w.dir == nil { // a multiply linked file: every name of it changed
+	if w.file { // every name of it changed
 		j.changes.Inodes[w.ino] = true
 		return
 	}
-	n := w.dir
+	n := w
 	dir, attached := j.pathOf(n)
 	if !attached {
 		return // deleted or moved away: its old and new places are re-walked whole
@@ -367,7 +369,7 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 	switch {
 	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
 		j.dirChanged(n, dir)
-		var moved *node
+		var moved *watch
 		if mask&unix.IN_MOVED_TO != 0 {
 			moved = j.moves[cookie]
 			delete(j.moves, cookie)
@@ -391,8 +393,8 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 		if j.keep(p) {
 			j.changes.path(p, isDir)
 		}
-		if c := n.children[name]; isDir && c != nil {
-			delete(n.children, name)
+		if c := n.child(name); isDir && c != nil {
+			n.dropChild(name)
 			c.parent = nil
 			if mask&unix.IN_MOVED_FROM != 0 {
 				j.moves[cookie] = c
@@ -408,7 +410,7 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 }
 
 // dirChanged records that a directory's entries changed (and so its mtime).
-func (j *Journal) dirChanged(n *node, dir string) {
+func (j *Journal) dirChanged(n *watch, dir string) {
 	if n != j.top {
 		j.changes.path(dir, false)
 	}
@@ -443,14 +445,14 @@ func (j *Journal) rebuild() {
 // (entries made before the watch are seen by the listing, those after by
 // the watch). old is what was watched there before, if anything: its
 // watches are reused or removed.
-func (j *Journal) watchTree(parent *node, name string, old *node) {
+func (j *Journal) watchTree(parent *watch, name string, old *watch) {
 	stale := map[int32]*watch{}
 	j.collect(old, stale)
 	defer j.removeStale(stale)
 	dir, _ := j.pathOf(parent)
 	rel := join(dir, name)
-	if prev := parent.children[name]; prev != nil { // replaced by this one
-		delete(parent.children, name)
+	if prev := parent.child(name); prev != nil { // replaced by this one
+		parent.dropChild(name)
 		prev.parent = nil
 		j.collect(prev, stale)
 	}
@@ -471,16 +473,13 @@ func (j *Journal) watchTree(parent *node, name string, old *node) {
 		return
 	}
 	n.name, n.parent = name, parent
-	if parent.children == nil {
-		parent.children = map[string]*node{}
-	}
-	parent.children[name] = n
+	parent.addChild(n)
 	j.watchBelow(fd, n, rel, old)
 }
 
 // watchBelow lists the open directory fd (node n at rel) and watches what
 // lies below it.
-func (j *Journal) watchBelow(fd int, n *node, rel string, old *node) {
+func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch) {
 	names, err := homefs.ReadNames(fd)
 	if errors.Is(err, unix.ENOENT) {
 		return // deleted since it was opened: its delete is an event
@@ -489,6 +488,7 @@ func (j *Journal) watchBelow(fd int, n *node, rel string, old *node) {
 		j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot list %s: %v", j.show(rel), err))
 		return
 	}
+	slices.Sort(names) // each subdirectory's watch is appended to n.children
 	for _, name := range names {
 		crel := join(rel, name)
 		var st unix.Stat_t
@@ -496,10 +496,10 @@ func (j *Journal) watchBelow(fd int, n *node, rel string, old *node) {
 			continue // gone since the listing: its delete is an event
 		}
 		switch {
-		case st.Mode&unix.S_IFMT == unix.S_IFDIR && j.enter(crel):
-			var o *node
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR: // watchTree asks whether the walk enters it
+			var o *watch
 			if old != nil {
-				o = old.children[name]
+				o = old.child(name)
 			}
 			j.watchTree(n, name, o)
 		case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1:
@@ -546,18 +546,18 @@ func (j *Journal) watchFile(dir int, name, rel string, ino uint64) {
 	}
 	wd, err := j.addWatch(fd, rel, fileMask)
 	if err == nil {
-		j.watches[wd] = &watch{ino: ino}
+		j.watches[wd] = &watch{wd: wd, ino: ino, file: true}
 	}
 }
 
 // add watches the open directory fd (at rel) and returns its node.
-func (j *Journal) add(fd int, rel string) (*node, error) {
+func (j *Journal) add(fd int, rel string) (*watch, error) {
 	wd, err := j.addWatch(fd, rel, dirMask)
 	if err != nil {
 		return nil, err
 	}
-	n := &node{wd: wd} // most directories are leaves: children is made with the first
-	j.watches[wd] = &watch{dir: n}
+	n := &watch{wd: wd}
+	j.watches[wd] = n
 	return n, nil
 }
 
@@ -617,12 +617,12 @@ func (j *Journal) end(fail *FullWalkError) {
 }
 
 // collect adds the watches of n's tree to into.
-func (j *Journal) collect(n *node, into map[int32]*watch) {
+func (j *Journal) collect(n *watch, into map[int32]*watch) {
 	if n == nil {
 		return
 	}
-	if w := j.watches[n.wd]; w != nil && w.dir == n {
-		into[n.wd] = w
+	if j.watches[n.wd] == n {
+		into[n.wd] = n
 	}
 	for _, c := range n.children {
 		j.collect(c, into)
@@ -638,7 +638,7 @@ func (j *Journal) removeStale(old map[int32]*watch) {
 	}
 }
 
-func (j *Journal) unwatchTree(n *node) {
+func (j *Journal) unwatchTree(n *watch) {
 	ws := map[int32]*watch{}
 	j.collect(n, ws)
 	j.removeStale(ws)
@@ -652,11 +652,39 @@ func (j *Journal) unwatch(wd int32, w *watch) {
 	j.detach(w)
 }
 
+// child returns n's watched subdirectory name, or nil.
+func (n *watch) child(name string) *watch {
+	if i, ok := n.find(name); ok {
+		return n.children[i]
+	}
+	return nil
+}
+
+// addChild makes c the subdirectory c.name of n, replacing any before it.
+func (n *watch) addChild(c *watch) {
+	i, ok := n.find(c.name)
+	if ok {
+		n.children[i] = c
+		return
+	}
+	n.children = slices.Insert(n.children, i, c)
+}
+
+func (n *watch) dropChild(name string) {
+	if i, ok := n.find(name); ok {
+		n.children = slices.Delete(n.children, i, i+1)
+	}
+}
+
+func (n *watch) find(name string) (int, bool) {
+	return slices.BinarySearchFunc(n.children, name, func(c *watch, name string) int { return strings.Compare(c.name, name) })
+}
+
 // detach takes a directory's node out of the tree.
 func (j *Journal) detach(w *watch) {
-	if w.dir != nil && w.dir.parent != nil && w.dir.parent.children[w.dir.name] == w.dir {
-		delete(w.dir.parent.children, w.dir.name)
-		w.dir.parent = nil
+	if w.parent != nil && w.parent.child(w.name) == w {
+		w.parent.dropChild(w.name)
+		w.parent = nil
 	}
 }
 
@@ -670,7 +698,7 @@ func (j *Journal) untrust(r Reason, detail string) {
 }
 
 // pathOf returns n's path, or false when n is no longer in the tree.
-func (j *Journal) pathOf(n *node) (string, bool) {
+func (j *Journal) pathOf(n *watch) (string, bool) {
 	var parts []string
 	for ; n != j.top; n = n.parent {
 		if n == nil {
@@ -685,10 +713,10 @@ func (j *Journal) pathOf(n *node) (string, bool) {
 }
 
 func (j *Journal) describe(w *watch) string {
-	if w.dir == nil {
+	if w.file {
 		return fmt.Sprintf("the file with inode %d", w.ino)
 	}
-	if p, ok := j.pathOf(w.dir); ok {
+	if p, ok := j.pathOf(w); ok {
 		return j.show(p)
 	}
 	return "a directory no longer in " + j.home

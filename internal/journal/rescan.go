@@ -201,15 +201,16 @@ func (m *emitter) put(e *archive.Entry) error {
 	if err := m.ancestors(e.Path); err != nil {
 		return err
 	}
+	// An entry passed to fn is the taker's: a snapshot's worker may
+	// rewrite it (a file's fresh stat) while this goes on.
 	for _, p := range m.pending {
+		path := p.Path
 		if err := m.fn(p); err != nil {
 			return err
 		}
-		m.open = append(m.open, p.Path)
+		m.open = append(m.open, path)
 	}
 	m.pending = m.pending[:0]
-	// Read before fn hands e on: the snapshot's workers rewrite a file's
-	// entry as they open it.
 	path, dir := e.Path, e.Type == archive.TypeDir
 	if err := m.fn(e); err != nil {
 		return err
