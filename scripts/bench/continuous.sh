@@ -31,6 +31,7 @@
 #   HOMESNAP_BENCH_CHURN_EVERY     seconds between churn rounds (20): 1 % a minute
 #   HOMESNAP_BENCH_VERIFY_INTERVAL --journal-verify-interval (10m)
 #   HOMESNAP_BENCH_PORT            metrics listener on 127.0.0.1 (19191)
+#   HOMESNAP_BENCH_CHECK_ONLY=1    only the checks, of the run $BENCH holds
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=go1.26.10 # go.mod's go line
@@ -50,11 +51,12 @@ fail() { log "FAIL: $*"; exit 1; }
 
 mkdir -p "$BENCH"
 BIN=${HOMESNAP_BENCH_BIN:-$BENCH/bin}
+home=$BENCH/home store=$BENCH/store
+if [ "${HOMESNAP_BENCH_CHECK_ONLY:-0}" != 1 ]; then
 if [ -z "${HOMESNAP_BENCH_BIN:-}" ]; then
   log "building into $BIN"
   go build -o "$BIN/" ./cmd/snapshot ./cmd/restore ./cmd/genhome
 fi
-home=$BENCH/home store=$BENCH/store
 rm -rf "$home" "$store" "$BENCH/restored" && mkdir -p "$store"
 log "generating the $PRESET home"
 "$BIN/genhome" -preset "$PRESET" -seed 1 "$home" >&2
@@ -106,13 +108,18 @@ log "stopping the sidecar (final snapshot)"
 kill -TERM "$sidecar"
 wait "$sidecar" || fail "the sidecar exited $? on SIGTERM: $(tail -3 "$BENCH/sidecar.log")"
 trap - EXIT
+fi
 
 # What the sidecar did, from its own log.
 jq -c 'select(.message == "snapshot committed" or .message == "nothing changed since the last snapshot; none taken")' \
   "$BENCH/sidecar.log" >"$BENCH/snapshots.jsonl"
 ! grep -q '"snapshot failed"' "$BENCH/sidecar.log" || fail "a snapshot failed: $(grep '"snapshot failed"' "$BENCH/sidecar.log" | head -3)"
+# The sidecar prints the ID of every snapshot it commits and of every
+# consolidation of the head; each is restored below.
 committed=$(jq -s 'map(select(.message == "snapshot committed")) | length' "$BENCH/snapshots.jsonl")
-[ "$committed" -eq "$(wc -l <"$BENCH/ids.txt")" ] || fail "$committed committed in the log, $(wc -l <"$BENCH/ids.txt") IDs printed"
+consolidated=$(grep -c '"message":"consolidated' "$BENCH/sidecar.log" || true)
+[ $((committed + consolidated)) -eq "$(wc -l <"$BENCH/ids.txt")" ] ||
+  fail "$committed committed and $consolidated consolidated in the log, $(wc -l <"$BENCH/ids.txt") IDs printed"
 differences=$(awk '$1 == "homesnap_journal_differences_total" { print $2 }' "$BENCH/metrics.txt")
 [ "${differences:-missing}" = 0 ] || fail "the verification walks found $differences paths the journal missed (see $BENCH/sidecar.log)"
 case $INTERVAL in
@@ -133,7 +140,7 @@ fallbacks=$(grep '^homesnap_journal_fallbacks_total' "$BENCH/metrics.txt" | tr '
 log "restore --verify: every snapshot the head reaches"
 "$BIN/restore" --verify --store "$store" --home "$BENCH/restored" --log-format json >"$BENCH/verify.out" 2>"$BENCH/verify.log" ||
   fail "restore --verify failed: $(tail -3 "$BENCH/verify.log")"
-log "restoring each of the $committed snapshots by ID"
+log "restoring each of the $((committed + consolidated)) snapshots by ID"
 n=0
 while read -r id; do
   rm -rf "$BENCH/restored"
@@ -158,7 +165,7 @@ rss_max=$(cut -f3 "$BENCH/resources.tsv" | sort -n | tail -1)
 {
   echo "| measure | $PRESET home, $MINUTES min, --interval $INTERVAL, churn $CHURN every ${CHURN_EVERY}s |"
   echo "|---|---|"
-  echo "| snapshots committed (incl. the final one) | $committed, every one restored by ID: $n |"
+  echo "| snapshots committed (incl. the final one), consolidations | $committed, $consolidated: every one restored by ID ($n) |"
   echo "| snapshot runs by how the home was read | $(jq -c .modes <<<"$stats") (nothing-changed runs included) |"
   echo "| elapsed per run: median / p95 / max | $(jq -r '"\(.median | floor) / \(.p95 | floor) / \(.max | floor) ms"' <<<"$stats"), none over the interval |"
   echo "| journal fallbacks | ${fallbacks:-none} |"
