@@ -67,10 +67,10 @@ type Journal struct {
 // or a file with several names. One allocation per watch: a million-file
 // home has ~300,000 directories, and the sidecar holds them all.
 type watch struct {
-	parent   *watch            // a directory's: nil for the home, and once detached
-	children []*watch          // a directory's watched subdirectories, by name (a map would cost ~50 bytes each)
-	name     string            // a directory's name in its parent
-	ino      uint64            // a file's inode
+	parent   *watch   // a directory's: nil for the home, and once detached
+	children []*watch // a directory's watched subdirectories, by name (a map would cost ~50 bytes each)
+	name     string   // a directory's name in its parent
+	ino      uint64   // a file's inode
 	wd       int32
 	file     bool
 	removed  bool // removed by us: its last events and IN_IGNORED are expected

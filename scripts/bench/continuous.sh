@@ -52,62 +52,62 @@ fail() { log "FAIL: $*"; exit 1; }
 mkdir -p "$BENCH"
 BIN=${HOMESNAP_BENCH_BIN:-$BENCH/bin}
 home=$BENCH/home store=$BENCH/store
-if [ "${HOMESNAP_BENCH_CHECK_ONLY:-0}" != 1 ]; then
-if [ -z "${HOMESNAP_BENCH_BIN:-}" ]; then
-  log "building into $BIN"
-  go build -o "$BIN/" ./cmd/snapshot ./cmd/restore ./cmd/genhome
-fi
-rm -rf "$home" "$store" "$BENCH/restored" && mkdir -p "$store"
-log "generating the $PRESET home"
-"$BIN/genhome" -preset "$PRESET" -seed 1 "$home" >&2
+if [ "${HOMESNAP_BENCH_CHECK_ONLY:-0}" != 1 ]; then # the run; otherwise only its checks
+  if [ -z "${HOMESNAP_BENCH_BIN:-}" ]; then
+    log "building into $BIN"
+    go build -o "$BIN/" ./cmd/snapshot ./cmd/restore ./cmd/genhome
+  fi
+  rm -rf "$home" "$store" "$BENCH/restored" && mkdir -p "$store"
+  log "generating the $PRESET home"
+  "$BIN/genhome" -preset "$PRESET" -seed 1 "$home" >&2
 
-# The sidecar: what the examples run, at a one-minute interval.
-log "sidecar: --interval $INTERVAL --journal auto --journal-verify-interval $VERIFY for $MINUTES min"
-"$BIN/snapshot" --home "$home" --store "$store" --interval "$INTERVAL" --journal auto \
-  --journal-verify-interval "$VERIFY" --listen "127.0.0.1:$PORT" --log-format json \
-  >"$BENCH/ids.txt" 2>"$BENCH/sidecar.log" &
-sidecar=$!
-churner=
-cleanup() {
-  [ -n "$churner" ] && kill "$churner" 2>/dev/null
-  kill "$sidecar" 2>/dev/null || true
-}
-trap cleanup EXIT
+  # The sidecar: what the examples run, at a one-minute interval.
+  log "sidecar: --interval $INTERVAL --journal auto --journal-verify-interval $VERIFY for $MINUTES min"
+  "$BIN/snapshot" --home "$home" --store "$store" --interval "$INTERVAL" --journal auto \
+    --journal-verify-interval "$VERIFY" --listen "127.0.0.1:$PORT" --log-format json \
+    >"$BENCH/ids.txt" 2>"$BENCH/sidecar.log" &
+  sidecar=$!
+  churner=
+  cleanup() {
+    [ -n "$churner" ] && kill "$churner" 2>/dev/null
+    kill "$sidecar" 2>/dev/null || true
+  }
+  trap cleanup EXIT
 
-# The generator's churn, in rounds, until told to stop.
-(
-  round=2
-  while :; do
-    "$BIN/genhome" -churn "$CHURN" -seed "$round" "$home" >/dev/null 2>&1 || echo "churn round $round failed" >&2
-    round=$((round + 1))
-    sleep "$CHURN_EVERY"
+  # The generator's churn, in rounds, until told to stop.
+  (
+    round=2
+    while :; do
+      "$BIN/genhome" -churn "$CHURN" -seed "$round" "$home" >/dev/null 2>&1 || echo "churn round $round failed" >&2
+      round=$((round + 1))
+      sleep "$CHURN_EVERY"
+    done
+  ) &
+  churner=$!
+
+  # CPU seconds and RSS of the sidecar, once a minute.
+  hz=$(getconf CLK_TCK)
+  : >"$BENCH/resources.tsv"
+  sample() {
+    local stat rss
+    stat=$(cut -d' ' -f14-15 "/proc/$sidecar/stat") || return 0
+    rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$sidecar/status")
+    printf '%s\t%s\t%s\t%s\n' "$(date -u +%H:%M:%S)" "$(echo "$stat" | awk -v hz="$hz" '{ printf "%.2f", ($1 + $2) / hz }')" \
+      "$rss" "$(cut -d' ' -f1 /proc/loadavg)" >>"$BENCH/resources.tsv"
+  }
+  start=$(date +%s)
+  while (($(date +%s) - start < MINUTES * 60)); do
+    kill -0 "$sidecar" 2>/dev/null || fail "the sidecar exited early: $(tail -3 "$BENCH/sidecar.log")"
+    sample
+    sleep 60
   done
-) &
-churner=$!
-
-# CPU seconds and RSS of the sidecar, once a minute.
-hz=$(getconf CLK_TCK)
-: >"$BENCH/resources.tsv"
-sample() {
-  local stat rss
-  stat=$(cut -d' ' -f14-15 "/proc/$sidecar/stat") || return 0
-  rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$sidecar/status")
-  printf '%s\t%s\t%s\t%s\n' "$(date -u +%H:%M:%S)" "$(echo "$stat" | awk -v hz="$hz" '{ printf "%.2f", ($1 + $2) / hz }')" \
-    "$rss" "$(cut -d' ' -f1 /proc/loadavg)" >>"$BENCH/resources.tsv"
-}
-start=$(date +%s)
-while (($(date +%s) - start < MINUTES * 60)); do
-  kill -0 "$sidecar" 2>/dev/null || fail "the sidecar exited early: $(tail -3 "$BENCH/sidecar.log")"
-  sample
-  sleep 60
-done
-kill "$churner" && wait "$churner" 2>/dev/null || true
-churner=
-curl -sf "127.0.0.1:$PORT/metrics" >"$BENCH/metrics.txt" || fail "cannot read the sidecar's metrics"
-log "stopping the sidecar (final snapshot)"
-kill -TERM "$sidecar"
-wait "$sidecar" || fail "the sidecar exited $? on SIGTERM: $(tail -3 "$BENCH/sidecar.log")"
-trap - EXIT
+  kill "$churner" && wait "$churner" 2>/dev/null || true
+  churner=
+  curl -sf "127.0.0.1:$PORT/metrics" >"$BENCH/metrics.txt" || fail "cannot read the sidecar's metrics"
+  log "stopping the sidecar (final snapshot)"
+  kill -TERM "$sidecar"
+  wait "$sidecar" || fail "the sidecar exited $? on SIGTERM: $(tail -3 "$BENCH/sidecar.log")"
+  trap - EXIT
 fi
 
 # What the sidecar did, from its own log.
