@@ -80,18 +80,32 @@ func TestReadFileRefusesSymlinksDevicesAndSize(t *testing.T) {
 	})
 }
 
-func TestWalkFallbackIsUsedOnENOSYS(t *testing.T) {
+// TestWalkFallbackIsUsedWithoutOpenat2 covers kernels before 5.6 (ENOSYS)
+// and the seccomp profiles of older container runtimes, which refuse
+// openat2 with EPERM: both fall back to the walk, which refuses symlinks
+// as openat2 does, instead of failing every access to the home.
+func TestWalkFallbackIsUsedWithoutOpenat2(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("openat2 is Linux's")
 	}
-	d, _, _ := home(t)
-	defer func() { kernelLacksOpenat2 = false; noOpenat2.Store(false) }()
-	kernelLacksOpenat2 = true
-	if _, err := d.ReadFile("link/secret", 100); !errors.Is(err, unix.ELOOP) {
-		t.Fatalf("through a symlinked directory without openat2: %v", err)
-	}
-	if !noOpenat2.Load() {
-		t.Fatal("ENOSYS not remembered")
+	for _, errno := range []unix.Errno{unix.ENOSYS, unix.EPERM} {
+		t.Run(unix.ErrnoName(errno), func(t *testing.T) {
+			d, _, _ := home(t)
+			defer func() { openat2Errno = 0; noOpenat2.Store(false) }()
+			openat2Errno = errno
+			if got, err := d.ReadFile("a/b/file", 100); err != nil || string(got) != "inside" {
+				t.Fatalf("a/b/file without openat2: %q, %v", got, err)
+			}
+			if !noOpenat2.Load() {
+				t.Fatalf("%v not remembered", errno)
+			}
+			if _, err := d.ReadFile("link/secret", 100); !errors.Is(err, unix.ELOOP) {
+				t.Fatalf("through a symlinked directory without openat2: %v", err)
+			}
+			if _, err := d.ReadFile("a/out", 100); !errors.Is(err, unix.ELOOP) {
+				t.Fatalf("a symlink without openat2: %v", err)
+			}
+		})
 	}
 }
 

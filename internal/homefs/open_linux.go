@@ -21,13 +21,15 @@ func searchDir() int {
 // (macOS): the walk, and rel's parent's descriptor instead of rel's own.
 var noOPath bool
 
-// noOpenat2 is set once the kernel said it has no openat2.
+// noOpenat2 is set once openat2 turned out to be unavailable: the kernel
+// lacks it (ENOSYS, before 5.6) or a seccomp profile refuses it (EPERM:
+// container runtimes' default profiles before they allowed it).
 var noOpenat2 atomic.Bool
 
-// kernelLacksOpenat2 makes tests see ENOSYS from openat2. (A replaceable
-// function would make every OpenHow escape to the heap: an allocation per
-// file of a snapshot.)
-var kernelLacksOpenat2 bool
+// openat2Errno, when set, is what openat2 fails with in tests (ENOSYS: an
+// old kernel; EPERM: a seccomp profile). (A replaceable function would make
+// every OpenHow escape to the heap: an allocation per file of a snapshot.)
+var openat2Errno unix.Errno
 
 // renameNoReplaceUnsupported makes tests take RenameNoReplace's path for
 // filesystems that refuse RENAME_NOREPLACE.
@@ -47,14 +49,11 @@ func (d Dir) OpenRaw(rel string, flags int) (int, error) {
 	}
 	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
 	for try := 0; ; try++ {
-		fd, err := -1, error(unix.ENOSYS)
-		if !kernelLacksOpenat2 {
-			fd, err = unix.Openat2(int(d), rel, &how)
-		}
+		fd, err := openat2(int(d), rel, &how)
 		switch {
 		case err == nil:
 			return fd, nil
-		case errors.Is(err, unix.ENOSYS):
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM) && openat2Refused(int(d)):
 			noOpenat2.Store(true)
 			return d.walk(rel, flags)
 		case (errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN)) && try < 16:
@@ -63,6 +62,26 @@ func (d Dir) OpenRaw(rel string, flags int) (int, error) {
 			return -1, err
 		}
 	}
+}
+
+func openat2(dir int, rel string, how *unix.OpenHow) (int, error) {
+	if openat2Errno != 0 {
+		return -1, openat2Errno
+	}
+	return unix.Openat2(dir, rel, how)
+}
+
+// openat2Refused tells a seccomp profile that refuses openat2 itself
+// (EPERM for every call) from an EPERM about one path: it asks for the
+// directory dir itself, which the caller holds open, so only a refused
+// system call can fail.
+func openat2Refused(dir int) bool {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	fd, err := openat2(dir, ".", &how)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return errors.Is(err, unix.EPERM)
 }
 
 // Lstat returns rel's metadata without following it.
