@@ -295,3 +295,64 @@ func TestRemoveEmptyDirsKeepsAnythingElse(t *testing.T) {
 		}
 	})
 }
+
+// TestMetadataRefusesHardLinkedInodes is the home's user linking a file
+// from elsewhere on the home's filesystem into the home (with
+// fs.protected_hardlinks=0, one it cannot even read): no owner, mode or
+// time set on the link's name may reach that file.
+func TestMetadataRefusesHardLinkedInodes(t *testing.T) {
+	both(t, func(t *testing.T) {
+		d, h, outside := home(t)
+		secret := filepath.Join(outside, "secret")
+		must(t, os.Link(secret, filepath.Join(h, "a", "linked")))
+		must(t, os.Symlink("x", filepath.Join(outside, "sym")))
+		must(t, os.Link(filepath.Join(outside, "sym"), filepath.Join(h, "a", "linkedsym")))
+		var before, sym unix.Stat_t
+		must(t, unix.Lstat(secret, &before))
+		must(t, unix.Lstat(filepath.Join(outside, "sym"), &sym))
+		ts := []unix.Timespec{unix.NsecToTimespec(1e9), unix.NsecToTimespec(1e9)}
+		ops := map[string]func(rel string) error{
+			"Chmod":     func(rel string) error { return d.Chmod(rel, 0o666) },
+			"ChmodFunc": func(rel string) error { return d.ChmodFunc(rel, func(bool) uint32 { return 0o666 }) },
+			"Chown":     func(rel string) error { return d.Chown(rel, 1000, 1000) },
+			"SetTimes":  func(rel string) error { return d.SetTimes(rel, ts) },
+			"SetMeta": func(rel string) error {
+				return d.SetMeta(rel, Meta{Owner: &Owner{1000, 1000}, Mode: func(bool) uint32 { return 0o666 }, Times: ts})
+			},
+		}
+		for name, op := range ops {
+			for _, rel := range []string{"a/linked", "a/linkedsym"} {
+				if err := op(rel); !errors.Is(err, ErrHardLinked) {
+					t.Errorf("%s %s: %v, want ErrHardLinked", name, rel, err)
+				}
+			}
+		}
+		var after unix.Stat_t
+		must(t, unix.Lstat(secret, &after))
+		if after.Mode != before.Mode || after.Uid != before.Uid || after.Gid != before.Gid || after.Mtim != before.Mtim {
+			t.Fatalf("the outside file changed: mode %o uid %d gid %d mtime %v, was %o %d %d %v",
+				after.Mode, after.Uid, after.Gid, after.Mtim, before.Mode, before.Uid, before.Gid, before.Mtim)
+		}
+		must(t, unix.Lstat(filepath.Join(outside, "sym"), &after))
+		if after.Uid != sym.Uid || after.Mtim != sym.Mtim {
+			t.Fatalf("the outside symlink changed: uid %d mtime %v", after.Uid, after.Mtim)
+		}
+		// A file of its own, a directory (always several links) and a
+		// symlink (which has no mode) are changed as before.
+		m := Meta{Owner: &Owner{os.Getuid(), os.Getgid()}, Mode: func(isDir bool) uint32 { return 0o750 }, Times: ts}
+		if err := d.SetMeta("a/out", m); !errors.Is(err, unix.ELOOP) {
+			t.Errorf("a mode for a symlink: %v, want ELOOP", err)
+		}
+		for _, rel := range []string{"a/b/file", "a/b", "a/out"} {
+			if rel == "a/out" {
+				m.Mode = nil
+			}
+			must(t, d.SetMeta(rel, m))
+			var st unix.Stat_t
+			must(t, unix.Lstat(filepath.Join(h, rel), &st))
+			if st.Mtim != ts[1] || rel != "a/out" && st.Mode&0o7777 != 0o750 {
+				t.Errorf("%s: mode %o mtime %v", rel, st.Mode&0o7777, st.Mtim)
+			}
+		}
+	})
+}

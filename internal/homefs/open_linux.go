@@ -97,26 +97,65 @@ func (d Dir) Lstat(rel string, st *unix.Stat_t) error {
 	return unix.Fstat(fd, st)
 }
 
+// inode opens rel itself (O_PATH: a symlink is opened, not followed) to
+// change its metadata, fills st, and refuses a hard-linked inode. The
+// check is on the opened inode, which every change then acts on: a name
+// swapped for a link afterwards changes nothing of it.
+func (d Dir) inode(rel string, st *unix.Stat_t) (int, error) {
+	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return -1, err
+	}
+	if err = unix.Fstat(fd, st); err == nil {
+		err = checkLinks(st)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
 // ChmodFunc is Chmod with the mode chosen by whether rel is a directory,
 // as seen on the inode it changes: a file swapped in for a directory
 // meanwhile cannot be given the directory's mode (its setgid bit, say).
 func (d Dir) ChmodFunc(rel string, mode func(isDir bool) uint32) error {
+	return d.SetMeta(rel, Meta{Mode: mode})
+}
+
+// SetMeta sets rel's owner, then its mode (after chown, which clears
+// setuid and setgid), then its times, all on the one inode opened beneath
+// d, a symlink's own when rel is one (which has no mode: see Meta). It refuses, changing nothing, an
+// inode that is not a directory and has more than one link
+// (ErrHardLinked).
+func (d Dir) SetMeta(rel string, m Meta) error {
 	if noOPath {
-		return d.chmodByParent(rel, mode)
+		return d.setMetaByParent(rel, m)
 	}
-	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	var st unix.Stat_t
+	fd, err := d.inode(rel, &st)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	typ := st.Mode & unix.S_IFMT
+	if m.Mode != nil && typ == unix.S_IFLNK {
 		return unix.ELOOP
 	}
-	return fchmodPath(fd, mode(st.Mode&unix.S_IFMT == unix.S_IFDIR))
+	if m.Owner != nil {
+		if err := unix.Fchownat(fd, "", m.Owner.UID, m.Owner.GID, unix.AT_EMPTY_PATH); err != nil {
+			return err
+		}
+	}
+	if m.Mode != nil {
+		if err := fchmodPath(fd, m.Mode(typ == unix.S_IFDIR)); err != nil {
+			return err
+		}
+	}
+	if m.Times != nil {
+		return d.utimesPath(fd, &st, rel, m.Times)
+	}
+	return nil
 }
 
 // fchmodPath changes the mode of an O_PATH descriptor's inode, which
@@ -130,17 +169,36 @@ func fchmodPath(fd int, mode uint32) error {
 	return err
 }
 
-// Chown sets rel's owner; a symlink's own owner when rel is one.
-func (d Dir) Chown(rel string, uid, gid int) error {
-	if noOPath {
-		return d.chownByParent(rel, uid, gid)
+// utimesPath sets the times of an O_PATH descriptor's inode (st, at rel
+// beneath d): utimensat with AT_EMPTY_PATH or, on kernels that refuse it
+// there, the descriptor's /proc link. That link would lead through a
+// symlink, so a symlink's times are then set by its name in its parent,
+// if the name is still that inode and not hard-linked (the one check here
+// not made on the descriptor itself: on old kernels, and for symlinks).
+func (d Dir) utimesPath(fd int, st *unix.Stat_t, rel string, ts []unix.Timespec) error {
+	err := unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW)
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return err
 	}
-	fd, err := d.OpenRaw(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), ts, 0)
+	}
+	p, name, err := d.Parent(rel)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	return unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH)
+	defer p.Close()
+	var now unix.Stat_t
+	if err := unix.Fstatat(int(p), name, &now, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if now.Dev != st.Dev || now.Ino != st.Ino {
+		return unix.ENOENT // replaced since it was opened
+	}
+	if err := checkLinks(&now); err != nil {
+		return err
+	}
+	return unix.UtimesNanoAt(int(p), name, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // renameNoReplace renames with RENAME_NOREPLACE, or by a check where the
