@@ -203,9 +203,9 @@ func (s *snapshotter) markHome(id string, at time.Time) {
 	var err error
 	switch {
 	case !s.src.headTree():
-		err = homemark.Write(s.o.Home, &homemark.Mark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print})
+		err = homemark.Write(s.o.Home, &homemark.Mark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print, Seq: s.seq + 1})
 	case id != s.parentID:
-		_, err = homemark.Carry(s.o.Home, s.parentID, id, at)
+		_, err = homemark.Carry(s.o.Home, s.parentID, id, at, s.seq+1)
 	}
 	if err != nil {
 		s.o.Log.Warn().Err(err).Msg("could not mark the home with its snapshot; a restore into it will have to be forced")
