@@ -215,7 +215,7 @@ func (f *tokenFile) get() ([]byte, error) {
 	}
 	if rerr != nil { // fail closed, and read again at the next request
 		if f.err == nil || f.err.Error() != rerr.Error() { // once per change, not per request
-			f.log.Error().Err(rerr).Msg("the trigger token's file changed and cannot be used: POST /snapshot is refused until it is fixed")
+			f.log.Error().Err(rerr).Str("file", f.path).Msg("the trigger token's file changed and cannot be used: POST /snapshot is refused until it is fixed")
 		}
 		f.seen, f.tok, f.err = nil, nil, rerr
 		return nil, rerr
