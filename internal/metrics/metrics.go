@@ -41,6 +41,7 @@ type Metrics struct {
 	journalWatches            prometheus.Gauge
 	journalState              *prometheus.GaugeVec
 	journalDifferences        prometheus.Counter
+	linkedLeftOut             prometheus.Counter
 	interval                  prometheus.Gauge
 }
 
@@ -93,6 +94,7 @@ func New() *Metrics {
 		Help: "1 for the change journal's state, 0 for the others: opening (snapshots walk the whole home until it is open), on, off (--journal=off, or it could not be opened: the log says why)."}, []string{"state"})
 	f(m.journalState)
 	m.journalDifferences = counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored).")
+	m.linkedLeftOut = counter("linked_left_out_total", "Hard-linked files of another owner than the home's user that a sidecar running as root left out of snapshots (each logged; SECURITY.md).")
 	m.interval = gauge("snapshot_interval_seconds", "The sidecar's --interval: alerts measure lateness in intervals.")
 	f(m.duration)
 	f(collectors.NewGoCollector())
@@ -133,6 +135,7 @@ func (m *Metrics) Observe(start, end time.Time, res *snapshot.Result, err error)
 		m.archives.Set(float64(len(res.Totals.Archives)))
 		m.bytesRead.Add(float64(res.Totals.NewBytes))
 	}
+	m.linkedLeftOut.Add(float64(res.LinkedLeftOut))
 	if j := res.Journal; j != nil {
 		m.journalModes.WithLabelValues(j.Mode).Inc()
 		if j.Fallback != "" {
