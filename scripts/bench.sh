@@ -237,8 +237,8 @@ restic_backup() {
 # The sidecar with the change journal, on a hard-linked copy of the homesnap
 # store (objects are written beside and renamed into place, so the copies
 # never share a write): it must follow its own head, which the --once
-# snapshots move. sidecar_start waits for its first snapshot (a full walk,
-# which finds nothing to store); sidecar_snapshot asks for one with SIGUSR1
+# snapshots move. sidecar_start waits for its first snapshot with the
+# journal (a full walk, which finds nothing to store); sidecar_snapshot asks for one with SIGUSR1
 # and records the sidecar's own "elapsed" of it as the wall time, the CPU
 # the sidecar spent meanwhile, and its peak RSS since it started.
 SIDECAR_STORE=$BENCH/work/sidecar-store
@@ -264,6 +264,20 @@ sidecar_start() {
     --log-format json --journal auto --consolidate-max-archives 0 >/dev/null 2>"$SIDECAR_LOG" &
   SIDECAR_PID=$!
   wait_snapshot_line 0
+  # The journal opens beside the first snapshot, which walks without it when
+  # it starts first; then the first snapshot with the journal walks too
+  # ("started"): take it before the churn.
+  local i
+  for ((i = 0; i < 6000; i++)); do
+    grep -q '"message":"change journal on' "$SIDECAR_LOG" && break
+    kill -0 "$SIDECAR_PID" 2>/dev/null || die "the sidecar exited; its log ends with: $(tail -n 5 "$SIDECAR_LOG")"
+    grep -q '"message":"no change journal' "$SIDECAR_LOG" && die "the sidecar has no change journal: $(grep 'no change journal' "$SIDECAR_LOG")"
+    sleep 0.05
+  done
+  if ! grep '"elapsed"' "$SIDECAR_LOG" | grep -q '"journal":'; then
+    kill -USR1 "$SIDECAR_PID"
+    wait_snapshot_line 1
+  fi
 }
 sidecar_stop() {
   [ -n "${SIDECAR_PID:-}" ] || return 0

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,25 +50,27 @@ type Sidecar struct {
 func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, once func(context.Context, snapshot.Options) (*snapshot.Result, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
 	m.Interval(cfg.Interval)
-	if cfg.Journal == "auto" {
-		opening := time.Now()
-		if j, err := snapshot.OpenJournal(opts.Home, opts.Selector, cfg.JournalVerify); err != nil {
-			log.Warn().Err(err).Msg("no change journal: every snapshot walks the whole home")
-		} else {
-			defer j.Close()
-			opts.Journal = j
-			log.Info().Int("watches", j.Watches()).Dur("opened_in", time.Since(opening)).Dur("verify_interval", cfg.JournalVerify).Msg("change journal on: snapshots read only what changed")
+	var token func() ([]byte, error)
+	if cfg.Listen != "" && cfg.Listen != "off" {
+		var err error
+		if token, err = cfg.Sidecar.tokenSource(log); err != nil {
+			return err
 		}
+	}
+	openJournal, err := cfg.journalOpener(opts, m, log)
+	if err != nil {
+		return err
 	}
 	r := runner.New(runner.Options{
 		Lease:      l,
 		RenewEvery: cfg.LeaseTTL / 3,
 		OnLease:    m.LeaseHeld,
-		Take: func(ctx context.Context, trigger string) (*snapshot.Result, error) {
+		Take: func(ctx context.Context, trigger string, j *snapshot.Journal) (*snapshot.Result, error) {
 			o := opts
-			o.Trigger = trigger
+			o.Trigger, o.Journal = trigger, j
 			return once(ctx, o)
 		},
+		OpenJournal:   openJournal,
 		Interval:      cfg.Interval,
 		DemandSpacing: cfg.TriggerGap,
 		Start:         runner.Start{URL: cfg.StartURL},
@@ -79,10 +82,6 @@ func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, on
 		},
 	})
 	if cfg.Listen != "" && cfg.Listen != "off" {
-		token, err := cfg.Sidecar.token()
-		if err != nil {
-			return err
-		}
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			return usageError{fmt.Errorf("listen on %s (--listen, HOMESNAP_LISTEN): %w", cfg.Listen, err)}
@@ -106,38 +105,150 @@ func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, on
 	return r.Run(ctx)
 }
 
+// journalOpenDelay names the test hook that slows the change journal's
+// open down, as a home of a million files does (about a minute): tests,
+// in a cluster too, show that nothing waits for it. Not for production.
+const journalOpenDelay = "HOMESNAP_TEST_JOURNAL_OPEN_DELAY"
+
+// journalOpener returns what opens the change journal for the runner,
+// which runs it beside the port and the snapshots; nil with --journal=off.
+func (c *snapshotConfig) journalOpener(opts snapshot.Options, m *metrics.Metrics, log zerolog.Logger) (func() (*snapshot.Journal, error), error) {
+	if c.Journal != "auto" {
+		m.JournalState(metrics.JournalOff)
+		return nil, nil
+	}
+	var delay time.Duration
+	if v := os.Getenv(journalOpenDelay); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, usageError{fmt.Errorf("%s=%q: want a duration such as 90s (a test hook: unset it)", journalOpenDelay, v)}
+		}
+		log.Warn().Dur("delay", d).Msg(journalOpenDelay + " is set: the change journal opens that much later (a test hook)")
+		delay = d
+	}
+	m.JournalState(metrics.JournalOpening)
+	return func() (*snapshot.Journal, error) {
+		opening := time.Now()
+		log.Info().Msg("opening the change journal; snapshots walk the whole home until it is open")
+		time.Sleep(delay)
+		j, err := snapshot.OpenJournal(opts.Home, opts.Selector, c.JournalVerify)
+		if err != nil {
+			m.JournalState(metrics.JournalOff)
+			log.Warn().Err(err).Msg("no change journal: every snapshot walks the whole home")
+			return nil, err
+		}
+		m.JournalState(metrics.JournalOn)
+		log.Info().Int("watches", j.Watches()).Dur("opened_in", time.Since(opening)).Dur("verify_interval", c.JournalVerify).Msg("change journal on: snapshots read only what changed")
+		return j, nil
+	}, nil
+}
+
 // minTokenLen refuses tokens short enough to guess.
 const minTokenLen = 16
+
+// maxTokenFile bounds what is read of the token's file.
+const maxTokenFile = 4 << 10
 
 // token is POST /snapshot's bearer token, from the file or the variable;
 // nil when neither is set. Surrounding white space (a file's final
 // newline) is not part of it.
 func (c *Sidecar) token() ([]byte, error) {
-	var tok []byte
 	switch {
 	case c.TokenFile != "" && c.Token != "":
 		return nil, usageError{errors.New("the trigger token is set twice (--trigger-token-file/HOMESNAP_TRIGGER_TOKEN_FILE and HOMESNAP_TRIGGER_TOKEN): keep one")}
 	case c.TokenFile != "":
-		f, err := os.Open(c.TokenFile)
+		tok, err := readToken(c.TokenFile)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("trigger token (--trigger-token-file/HOMESNAP_TRIGGER_TOKEN_FILE): %w", err)}
+			return nil, usageError{fmt.Errorf("%w (--trigger-token-file/HOMESNAP_TRIGGER_TOKEN_FILE)", err)}
 		}
-		defer f.Close()
-		tok, err = io.ReadAll(io.LimitReader(f, 4<<10+1))
-		if err != nil {
-			return nil, usageError{fmt.Errorf("trigger token (--trigger-token-file/HOMESNAP_TRIGGER_TOKEN_FILE): read %s: %w", c.TokenFile, err)}
-		}
-		if len(tok) > 4<<10 {
-			return nil, usageError{fmt.Errorf("trigger token file %s (--trigger-token-file/HOMESNAP_TRIGGER_TOKEN_FILE) is over 4 KiB: point it at the token alone", c.TokenFile)}
-		}
+		return tok, nil
 	case c.Token != "":
-		tok = []byte(c.Token)
-	default:
-		return nil, nil
+		tok, err := checkToken([]byte(c.Token))
+		if err != nil {
+			return nil, usageError{fmt.Errorf("%w (HOMESNAP_TRIGGER_TOKEN)", err)}
+		}
+		return tok, nil
 	}
+	return nil, nil
+}
+
+// tokenSource is what the listener asks for the token at every POST
+// /snapshot: a token file is read again whenever it changed (a Secret's
+// update), and one that turns unreadable or invalid refuses every request
+// until it is fixed. A bad token at start is a usage error.
+func (c *Sidecar) tokenSource(log zerolog.Logger) (func() ([]byte, error), error) {
+	seen, _ := os.Stat(c.TokenFile) // before the read: a change between is read again
+	tok, err := c.token()
+	if err != nil || tok == nil {
+		return nil, err
+	}
+	if c.TokenFile == "" {
+		return func() ([]byte, error) { return tok, nil }, nil
+	}
+	f := &tokenFile{path: c.TokenFile, log: log, seen: seen, tok: tok}
+	return f.get, nil
+}
+
+// tokenFile follows the trigger token's file. The kubelet updates a
+// mounted Secret by pointing the symbolic link ..data at a new directory:
+// the file's path then names another inode.
+type tokenFile struct {
+	path string
+	log  zerolog.Logger
+
+	mu   sync.Mutex
+	seen os.FileInfo // the version tok came from; nil: read again
+	tok  []byte
+	err  error // why the last read failed
+}
+
+func (f *tokenFile) get() ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fi, err := os.Stat(f.path)
+	if err == nil && f.seen != nil && os.SameFile(fi, f.seen) && fi.ModTime().Equal(f.seen.ModTime()) && fi.Size() == f.seen.Size() {
+		return f.tok, nil
+	}
+	tok, rerr := readToken(f.path)
+	if err != nil {
+		rerr = fmt.Errorf("trigger token: %w", err)
+	}
+	if rerr != nil { // fail closed, and read again at the next request
+		if f.err == nil || f.err.Error() != rerr.Error() { // once per change, not per request
+			f.log.Error().Err(rerr).Str("file", f.path).Msg("the trigger token's file changed and cannot be used: POST /snapshot is refused until it is fixed")
+		}
+		f.seen, f.tok, f.err = nil, nil, rerr
+		return nil, rerr
+	}
+	if f.err != nil || !bytes.Equal(tok, f.tok) {
+		f.log.Info().Str("file", f.path).Msg("the trigger token's file changed: POST /snapshot takes the new token")
+	}
+	f.seen, f.tok, f.err = fi, tok, nil
+	return tok, nil
+}
+
+// readToken reads a token file: at most maxTokenFile bytes, one token.
+func readToken(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("trigger token: %w", err)
+	}
+	defer f.Close()
+	tok, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("trigger token: read %s: %w", path, err)
+	}
+	if len(tok) > maxTokenFile {
+		return nil, fmt.Errorf("trigger token file %s is over 4 KiB: point it at the token alone", path)
+	}
+	return checkToken(tok)
+}
+
+// checkToken trims a token and refuses one that is short or not one word.
+func checkToken(tok []byte) ([]byte, error) {
 	tok = bytes.TrimSpace(tok)
 	if len(tok) < minTokenLen || bytes.ContainsAny(tok, " \t\r\n") {
-		return nil, usageError{fmt.Errorf("the trigger token (--trigger-token-file/HOMESNAP_TRIGGER_TOKEN_FILE or HOMESNAP_TRIGGER_TOKEN) must be at least %d characters on one line without spaces: generate one with `openssl rand -hex 32`", minTokenLen)}
+		return nil, fmt.Errorf("the trigger token must be at least %d characters on one line without spaces: generate one with `openssl rand -hex 32`", minTokenLen)
 	}
 	return tok, nil
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/homesnap/homesnap/internal/testhome"
 )
@@ -27,9 +29,16 @@ func TestSidecarJournalSnapshotsReadOnlyWhatChanged(t *testing.T) {
 	}
 	storeDir := t.TempDir()
 	s := startSidecar(t, home, storeDir, "--journal", "auto")
-	s.waitLog(t, regexp.MustCompile(`"reason":"started"[^\n]*full walk`), 1)
 	s.waitLog(t, committed, 1)
 	s.waitLog(t, regexp.MustCompile(`change journal on`), 1)
+	// The journal opens beside the first snapshot, which walks without it
+	// when it starts first; the first snapshot with the journal walks too.
+	started := regexp.MustCompile(`"reason":"started"[^\n]*full walk`)
+	if !started.MatchString(s.stderr.String()) {
+		s.cmd.Process.Signal(syscall.SIGUSR1)
+		s.waitLog(t, started, 1)
+		s.waitLog(t, regexp.MustCompile(`nothing changed since the last snapshot`), 1)
+	}
 
 	restoresToHome := func(step string) {
 		t.Helper()
@@ -179,5 +188,68 @@ func TestSidecarWalksWhenTheWatchesDoNotFit(t *testing.T) {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	if err := s.cmd.Wait(); err != nil {
 		t.Fatalf("sidecar exit: %v\n%s", err, s.stderr.String())
+	}
+}
+
+// TestSidecarServesWhileTheJournalOpens (issue 29, scenario 4): the
+// journal's open takes about a minute on a large home, and the sidecar
+// listened only after it, so the native sidecar's startupProbe held
+// Jenkins back. With the open held for an hour (the test hook), the port
+// answers, readiness and the metric say the journal is opening, and the
+// snapshots walk: each restores to the home, the final one on SIGTERM
+// included, which does not wait for the open.
+func TestSidecarServesWhileTheJournalOpens(t *testing.T) {
+	home, storeDir := t.TempDir(), t.TempDir()
+	if err := testhome.Build(home); err != nil {
+		t.Fatal(err)
+	}
+	s := startSidecarVia(t, func(argv []string) *exec.Cmd {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "HOMESNAP_TEST_JOURNAL_OPEN_DELAY=1h")
+		return cmd
+	}, home, storeDir, "--journal", "auto", "--trigger-token-file", tokenFile(t), "--trigger-min-interval", "0")
+	if code, body := s.get(t, "GET", "/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz while the journal opens: %d %q", code, body)
+	}
+	s.waitLog(t, committed, 1)
+	restoresToHome := func(step string) {
+		t.Helper()
+		target := t.TempDir()
+		ok(t, run(t, "restore", nil, "--home", target, "--store", storeDir))
+		same(t, step+": restore of the newest snapshot", selectedTree(t, home), wholeTree(t, target))
+	}
+	restoresToHome("the first snapshot")
+	if code, body := s.getUntil(t, "/readyz", func(c int, _ string) bool { return c == http.StatusServiceUnavailable }); body != "not ready: journal opening\n" {
+		t.Errorf("/readyz after a snapshot, the journal still opening: %d %q", code, body)
+	}
+	if _, metrics := s.get(t, "GET", "/metrics"); !strings.Contains(metrics, `homesnap_journal_state{state="opening"} 1`) {
+		t.Errorf("/metrics does not say the journal is opening:\n%s", grepLines(metrics, "journal"))
+	}
+
+	testhome.Change(t, home)
+	if code, _ := s.post(t, "Bearer "+triggerToken); code != http.StatusAccepted {
+		t.Fatalf("POST /snapshot while the journal opens: %d", code)
+	}
+	s.waitLog(t, committed, 2)
+	restoresToHome("a snapshot on demand")
+
+	if err := os.WriteFile(filepath.Join(home, "jobs", "test", "builds", "3", "log"), []byte("Started\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- s.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("sidecar exit: %v\n%s", err, s.stderr.String())
+		}
+	case <-time.After(2 * time.Minute): // the open is held for an hour
+		t.Fatalf("the sidecar did not stop: its final snapshot waits for the journal's open\n%s", s.stderr.String())
+	}
+	s.waitLog(t, committed, 3)
+	restoresToHome("the final snapshot")
+	if log := s.stderr.String(); strings.Contains(log, "change journal on") || strings.Contains(log, `"journal":"journal"`) {
+		t.Errorf("a snapshot used a journal that was never open:\n%s", log)
 	}
 }

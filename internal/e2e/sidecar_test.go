@@ -197,8 +197,13 @@ func TestShrinkGuardKeepsTheHead(t *testing.T) {
 
 	s := startSidecar(t, home, storeDir)
 	s.waitLog(t, regexp.MustCompile(`snapshot failed`), 1)
-	if code, body := s.getUntil(t, "/readyz", func(c int, body string) bool { return c == 503 && strings.Contains(body, "shrank") }); code != 503 || !strings.Contains(body, "shrank") {
-		t.Errorf("/readyz after a refused snapshot: %d %s", code, body)
+	// A peer on the port reads the status, not the error (issue 31, item
+	// 5: it named the home and what vanished); the log has it.
+	if code, body := s.getUntil(t, "/readyz", func(c int, _ string) bool { return c == 503 }); code != 503 || body != "not ready: last snapshot refused: home shrank\n" {
+		t.Errorf("/readyz after a refused snapshot: %d %q, want 503 and the category alone", code, body)
+	}
+	if !strings.Contains(s.stderr.String(), "secrets/ vanished") {
+		t.Errorf("the log does not say what vanished:\n%s", s.stderr.String())
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM) // its final snapshot is refused too; the lease is released
 	s.cmd.Wait()

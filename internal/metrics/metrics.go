@@ -39,6 +39,7 @@ type Metrics struct {
 	repackBytes, repacked     prometheus.Counter
 	journalModes, fallbacks   *prometheus.CounterVec
 	journalWatches            prometheus.Gauge
+	journalState              *prometheus.GaugeVec
 	journalDifferences        prometheus.Counter
 	linkedLeftOut             prometheus.Counter
 	interval                  prometheus.Gauge
@@ -89,6 +90,9 @@ func New() *Metrics {
 	m.journalModes = vec("journal_snapshots_total", "Successful snapshots of a sidecar with the change journal, by how they read the home: journal (only what changed), walk (a full walk: see journal_fallbacks_total), verify (the scheduled verification walk).", "mode")
 	m.fallbacks = vec("journal_fallbacks_total", "Snapshots that walked the whole home although the change journal is on, by reason.", "reason")
 	m.journalWatches = gauge("journal_watches", "Inotify watches the change journal holds (each costs about 1 KiB of kernel memory; fs.inotify.max_user_watches bounds them).")
+	m.journalState = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "homesnap_journal_state",
+		Help: "1 for the change journal's state, 0 for the others: opening (snapshots walk the whole home until it is open), on, off (--journal=off, or it could not be opened: the log says why)."}, []string{"state"})
+	f(m.journalState)
 	m.journalDifferences = counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored).")
 	m.linkedLeftOut = counter("linked_left_out_total", "Hard-linked files of another owner than the home's user that a sidecar running as root left out of snapshots (each logged; SECURITY.md).")
 	m.interval = gauge("snapshot_interval_seconds", "The sidecar's --interval: alerts measure lateness in intervals.")
@@ -154,6 +158,25 @@ func (m *Metrics) Repacked(written int64, archives int) {
 
 // Interval records the sidecar's schedule.
 func (m *Metrics) Interval(d time.Duration) { m.interval.Set(d.Seconds()) }
+
+// The change journal's states (JournalState).
+const (
+	JournalOpening = "opening"
+	JournalOn      = "on"
+	JournalOff     = "off"
+)
+
+// JournalState records the change journal's state: one of the constants
+// above.
+func (m *Metrics) JournalState(state string) {
+	for _, s := range []string{JournalOpening, JournalOn, JournalOff} {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		m.journalState.WithLabelValues(s).Set(v)
+	}
+}
 
 // LeaseHeld records whether this process holds the store's lease.
 func (m *Metrics) LeaseHeld(held bool) {

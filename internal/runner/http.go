@@ -33,9 +33,11 @@ const (
 
 // Listen configures the sidecar's port. Zero values take the defaults.
 type Listen struct {
-	// Token is the bearer token POST /snapshot requires; empty: on-demand
-	// snapshots over HTTP are off.
-	Token   []byte
+	// Token returns the bearer token POST /snapshot requires, asked at
+	// every request so that a rotated Secret takes effect at once; nil:
+	// on-demand snapshots over HTTP are off. While it fails, every request
+	// is refused (never let through).
+	Token   func() ([]byte, error)
 	Metrics http.Handler // nil: no /metrics
 	Log     zerolog.Logger
 	// MaxConns caps the open connections; at the cap, an idle (or silent)
@@ -86,8 +88,9 @@ func cmpOr[T int | time.Duration](v, def T) T {
 // Handler serves the sidecar's port: /healthz (the process is alive),
 // /readyz (the last snapshot succeeded, recently) and, when l.Metrics is
 // set, /metrics, open to every client, as the kubelet and Prometheus need;
-// and POST /snapshot (take one now), only with l.Token. Nothing is logged
-// per probe.
+// and POST /snapshot (take one now), only with l.Token. The probes answer
+// status only, never an error's text: anyone can read them. Nothing is
+// logged per probe.
 func Handler(r *Runner, l Listen) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -99,9 +102,9 @@ func Handler(r *Runner, l Listen) http.Handler {
 			http.Error(w, "not ready: "+s.Reason, http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintf(w, "ready: last snapshot succeeded at %s\n", s.LastSuccess.UTC().Format(time.RFC3339))
+		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("POST /snapshot", &trigger{r: r, token: digest(l.Token), log: l.Log, refusals: &logLimit{every: time.Minute, clock: r.o.Clock}})
+	mux.Handle("POST /snapshot", &trigger{r: r, token: l.Token, log: l.Log, refusals: &logLimit{every: time.Minute, clock: r.o.Clock}})
 	if l.Metrics != nil {
 		mux.Handle("GET /metrics", l.Metrics)
 	}
@@ -115,20 +118,10 @@ func Handler(r *Runner, l Listen) http.Handler {
 	})
 }
 
-// digest hides the token's length from the comparison's timing; nil when
-// there is no token.
-func digest(token []byte) *[sha256.Size]byte {
-	if len(token) == 0 {
-		return nil
-	}
-	d := sha256.Sum256(token)
-	return &d
-}
-
 // trigger is POST /snapshot.
 type trigger struct {
 	r        *Runner
-	token    *[sha256.Size]byte
+	token    func() ([]byte, error)
 	log      zerolog.Logger
 	refusals *logLimit
 }
@@ -139,7 +132,16 @@ func (t *trigger) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "on-demand snapshots are off: this sidecar has no trigger token configured", http.StatusForbidden)
 		return
 	}
-	if !t.authorized(req) {
+	want, err := t.token()
+	if err == nil && len(want) == 0 {
+		err = errors.New("it is empty")
+	}
+	if err != nil { // fail closed
+		t.refuse(req, "the trigger token cannot be used: "+err.Error())
+		http.Error(w, "on-demand snapshots are unavailable: the trigger token cannot be read (the sidecar's log says why)", http.StatusServiceUnavailable)
+		return
+	}
+	if !authorized(req, want) {
 		t.refuse(req, "no or wrong bearer token")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="homesnap"`)
 		http.Error(w, "a valid bearer token is required (Authorization: Bearer <token>)", http.StatusUnauthorized)
@@ -164,13 +166,15 @@ func (t *trigger) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-func (t *trigger) authorized(req *http.Request) bool {
+// authorized compares the request's bearer token with want in constant
+// time; the digests hide want's length from the timing.
+func authorized(req *http.Request, want []byte) bool {
 	scheme, token, ok := strings.Cut(req.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	return subtle.ConstantTimeCompare(got[:], t.token[:]) == 1
+	got, exp := sha256.Sum256([]byte(strings.TrimSpace(token))), sha256.Sum256(want)
+	return subtle.ConstantTimeCompare(got[:], exp[:]) == 1
 }
 
 // refuse logs a refused request, at most once per period: a flood of

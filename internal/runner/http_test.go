@@ -21,6 +21,11 @@ import (
 
 const token = "s3cret-trigger-token-0123456789"
 
+// fixed is a token that never changes.
+func fixed(tok string) func() ([]byte, error) {
+	return func() ([]byte, error) { return []byte(tok), nil }
+}
+
 // syncBuf is a log sink the server's goroutines may write to.
 type syncBuf struct {
 	mu sync.Mutex
@@ -108,7 +113,7 @@ func noSnapshot(t *testing.T, p *sidecarPort, why string) {
 
 // Probes and metrics answer anyone; POST /snapshot only the token's holder.
 func TestProbesOpenTriggerNeedsTheToken(t *testing.T) {
-	p := servePort(t, Listen{Token: []byte(token)}, Options{})
+	p := servePort(t, Listen{Token: fixed(token)}, Options{})
 	p.run(t)
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		if resp, body := p.do(t, "GET", path, ""); resp.StatusCode != 200 {
@@ -155,14 +160,14 @@ func TestTriggerOffWithoutAToken(t *testing.T) {
 func TestOnDemandOneAtATimeAndSpaced(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan string, 16)
-	take := func(_ context.Context, trigger string) (*snapshot.Result, error) {
+	take := func(_ context.Context, trigger string, _ *snapshot.Journal) (*snapshot.Result, error) {
 		started <- trigger
 		if trigger == "on-demand" {
 			<-release
 		}
 		return &snapshot.Result{ID: "x"}, nil
 	}
-	p := servePort(t, Listen{Token: []byte(token)}, Options{Take: take, DemandSpacing: time.Minute})
+	p := servePort(t, Listen{Token: fixed(token)}, Options{Take: take, DemandSpacing: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go p.r.Run(ctx)
@@ -217,7 +222,7 @@ func TestDemandQueuedIsBusy(t *testing.T) {
 // Probes are not logged; refused triggers are, once a minute at most and
 // never with the token.
 func TestRefusalsLoggedRarelyWithoutTheToken(t *testing.T) {
-	p := servePort(t, Listen{Token: []byte(token)}, Options{})
+	p := servePort(t, Listen{Token: fixed(token)}, Options{})
 	p.run(t)
 	before := p.log.String()
 	for range 20 {
@@ -248,7 +253,7 @@ func TestRefusalsLoggedRarelyWithoutTheToken(t *testing.T) {
 // The server is bounded: header and body sizes, and the connections a
 // peer may hold open.
 func TestServerBounds(t *testing.T) {
-	p := servePort(t, Listen{Token: []byte(token)}, Options{})
+	p := servePort(t, Listen{Token: fixed(token)}, Options{})
 	s := p.srv.srv
 	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
 		t.Errorf("an unbounded setting: read header %v, read %v, write %v, idle %v, max header bytes %d",

@@ -8,6 +8,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
@@ -34,9 +36,17 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 // Options configure a Runner. Take and Interval are required.
 type Options struct {
 	// Take takes one snapshot (snapshot.Snapshot with the sidecar's options);
-	// trigger says why (repo.Trigger*), for its record.
-	Take     func(ctx context.Context, trigger string) (*snapshot.Result, error)
+	// trigger says why (repo.Trigger*), for its record; j is the change
+	// journal, nil while it opens or when there is none (the snapshot
+	// walks the whole home).
+	Take     func(ctx context.Context, trigger string, j *snapshot.Journal) (*snapshot.Result, error)
 	Interval time.Duration
+	// OpenJournal, when set, opens the change journal. It runs beside the
+	// snapshots, which walk until it returns: listing every directory of a
+	// large home takes about a minute, and must hold back neither the
+	// port's probes nor a snapshot, the final one included. Tests slow it
+	// down to show that. The runner closes what it returns.
+	OpenJournal func() (*snapshot.Journal, error)
 	// DemandSpacing is the least time between two snapshots asked for
 	// with Demand (POST /snapshot); 0 means none.
 	DemandSpacing time.Duration
@@ -91,6 +101,10 @@ type Runner struct {
 	last        Attempt
 	started     time.Time
 	leaseErr    error // why the lease is not held; nil when held or unused
+
+	journal        *snapshot.Journal // nil until open
+	journalOpening bool
+	stopped        bool // Run returned: a journal opened now is closed
 }
 
 // New returns a Runner; call Run to start it.
@@ -104,7 +118,7 @@ func New(o Options) *Runner {
 	if o.Jitter == 0 {
 		o.Jitter = 0.1
 	}
-	return &Runner{o: o, wake: make(chan struct{}, 1), started: o.Clock.Now()}
+	return &Runner{o: o, wake: make(chan struct{}, 1), started: o.Clock.Now(), journalOpening: o.OpenJournal != nil}
 }
 
 // Trigger asks for a snapshot now from inside the pod (SIGUSR1), without
@@ -190,6 +204,10 @@ func (r *Runner) next(ctx context.Context) (string, bool) {
 // snapshot, whose error it returns.
 func (r *Runner) Run(ctx context.Context) error {
 	r.o.Log.Info().Dur("interval", r.o.Interval).Msg("snapshot sidecar started")
+	if r.o.OpenJournal != nil {
+		go r.openJournal()
+	}
+	defer r.closeJournal()
 	if !r.o.Start.wait(ctx, r.o.Clock, r.o.Log) {
 		// Jenkins never started: the home may not hold the restored state,
 		// so no final snapshot may overwrite the store's head with it.
@@ -205,6 +223,35 @@ func (r *Runner) Run(ctx context.Context) error {
 		if trigger, ok = r.next(ctx); !ok {
 			return r.final(ctx)
 		}
+	}
+}
+
+// openJournal opens the change journal and hands it to the snapshots that
+// start afterwards; the first of them walks all the same (the journal saw
+// nothing before it opened), and those after read only what changed.
+func (r *Runner) openJournal() {
+	j, err := r.o.OpenJournal() // it logs how it went
+	r.mu.Lock()
+	r.journalOpening = false
+	late := r.stopped
+	if err == nil && !late {
+		r.journal = j
+	}
+	r.mu.Unlock()
+	if err == nil && late {
+		j.Close()
+	}
+}
+
+// closeJournal stops following the home once the final snapshot is taken;
+// an open still under way is not waited for.
+func (r *Runner) closeJournal() {
+	r.mu.Lock()
+	j := r.journal
+	r.journal, r.stopped = nil, true
+	r.mu.Unlock()
+	if j != nil {
+		j.Close()
 	}
 }
 
@@ -288,7 +335,10 @@ func (r *Runner) attempt(ctx context.Context, trigger string) Attempt {
 		a.End = a.Start
 		return a // not an attempt: Status says who writes
 	}
-	a.Result, a.Err = r.o.Take(ctx, trigger)
+	r.mu.Lock()
+	j := r.journal
+	r.mu.Unlock()
+	a.Result, a.Err = r.o.Take(ctx, trigger, j)
 	a.End = r.o.Clock.Now()
 	r.mu.Lock()
 	r.last = a
@@ -302,30 +352,51 @@ func (r *Runner) attempt(ctx context.Context, trigger string) Attempt {
 	return a
 }
 
+// Why the runner is not ready: a fixed set, because /readyz answers any
+// peer and an error's text names the home's paths, jobs and the store.
+// The log has the detail.
+const (
+	NotWriter      = "lease held elsewhere"               // another sidecar writes to the store
+	NoLease        = "lease unavailable"                  // the lease could not be read or taken
+	Shrunk         = "last snapshot refused: home shrank" // --allow-shrink
+	LastFailed     = "last snapshot failed"
+	Overdue        = "snapshot overdue" // none succeeded within three intervals
+	NoSnapshotYet  = "no snapshot yet"
+	JournalOpening = "journal opening" // snapshots walk the whole home until it is open
+)
+
 // Status is what the probes report.
 type Status struct {
 	Ready       bool
-	Reason      string // why not ready
+	Reason      string // why not ready: one of the constants above
 	LastSuccess time.Time
-	LastError   error
+	LastError   error // for the log, never for the port
 }
 
-// Status reports readiness: the last attempt succeeded and a snapshot
-// succeeded within the last three intervals (allowing a slow store).
+// Status reports readiness: the last attempt succeeded, a snapshot
+// succeeded within the last three intervals (allowing a slow store), and
+// the change journal, if any, is open.
 func (r *Runner) Status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := Status{LastSuccess: r.lastSuccess, LastError: r.last.Err, Ready: true}
 	now := r.o.Clock.Now()
+	var held *lease.HeldError
 	switch {
+	case errors.As(r.leaseErr, &held) || errors.Is(r.leaseErr, lease.ErrLost):
+		s.Ready, s.Reason = false, NotWriter
 	case r.leaseErr != nil:
-		s.Ready, s.Reason = false, r.leaseErr.Error()
+		s.Ready, s.Reason = false, NoLease
+	case errors.Is(r.last.Err, snapshot.ErrShrunk):
+		s.Ready, s.Reason = false, Shrunk
 	case r.last.Err != nil:
-		s.Ready, s.Reason = false, "the last snapshot failed: "+r.last.Err.Error()
+		s.Ready, s.Reason = false, LastFailed
 	case r.lastSuccess.IsZero():
-		s.Ready, s.Reason = false, "no snapshot has completed yet"
+		s.Ready, s.Reason = false, NoSnapshotYet
 	case now.Sub(r.lastSuccess) > 3*r.o.Interval:
-		s.Ready, s.Reason = false, "no snapshot succeeded since "+r.lastSuccess.UTC().Format(time.RFC3339)
+		s.Ready, s.Reason = false, Overdue
+	case r.journalOpening:
+		s.Ready, s.Reason = false, JournalOpening
 	}
 	return s
 }

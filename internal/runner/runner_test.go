@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snapshot"
 )
@@ -71,11 +73,13 @@ type takes struct {
 
 	mu       sync.Mutex
 	triggers []string
+	journals []*snapshot.Journal // what each was given
 }
 
-func (tk *takes) take(ctx context.Context, trigger string) (*snapshot.Result, error) {
+func (tk *takes) take(ctx context.Context, trigger string, j *snapshot.Journal) (*snapshot.Result, error) {
 	tk.mu.Lock()
 	tk.triggers = append(tk.triggers, trigger)
+	tk.journals = append(tk.journals, j)
 	tk.mu.Unlock()
 	tk.calls <- ctx.Err() == nil
 	if p := tk.err.Load(); p != nil {
@@ -153,29 +157,58 @@ func TestJitterStaysWithinTenPercent(t *testing.T) {
 	}
 }
 
+// leaseSays is a lease whose Acquire answers err.
+type leaseSays struct{ err atomic.Pointer[error] }
+
+func (l *leaseSays) Acquire(context.Context) error {
+	if p := l.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+func (l *leaseSays) Release(context.Context) error { return nil }
+
 func TestReadiness(t *testing.T) {
-	clock, tk := newFakeClock(), &takes{calls: make(chan bool, 4)}
-	r := New(Options{Take: tk.take, Interval: time.Minute, Clock: clock, Log: zerolog.Nop()})
-	if s := r.Status(); s.Ready || !strings.Contains(s.Reason, "no snapshot") {
-		t.Errorf("before any snapshot: %+v", s)
+	clock, tk, ls := newFakeClock(), &takes{calls: make(chan bool, 8)}, &leaseSays{}
+	r := New(Options{Take: tk.take, Interval: time.Minute, Clock: clock, Log: zerolog.Nop(), Lease: ls})
+	want := func(when, reason string) {
+		t.Helper()
+		if s := r.Status(); s.Ready != (reason == "") || s.Reason != reason {
+			t.Errorf("%s: %+v, want reason %q", when, s, reason)
+		}
 	}
-	fail := errors.New("store unreachable")
-	tk.err.Store(&fail)
-	r.attempt(context.Background(), repo.TriggerScheduled)
-	<-tk.calls
-	if s := r.Status(); s.Ready || !strings.Contains(s.Reason, "store unreachable") {
-		t.Errorf("after a failure: %+v", s)
+	take := func(err error) {
+		t.Helper()
+		tk.err.Store(nil)
+		if err != nil {
+			tk.err.Store(&err)
+		}
+		r.attempt(context.Background(), repo.TriggerScheduled)
+		<-tk.calls
 	}
-	tk.err.Store(nil)
-	r.attempt(context.Background(), repo.TriggerScheduled)
-	<-tk.calls
-	if s := r.Status(); !s.Ready {
-		t.Errorf("after a success: %+v", s)
-	}
+	want("before any snapshot", NoSnapshotYet)
+	take(errors.New("put /srv/store/archives/x: connection refused"))
+	want("after a failure", LastFailed)
+	take(fmt.Errorf("home /var/jenkins_home: %w", snapshot.ErrShrunk))
+	want("after a refused shrink", Shrunk)
+	take(nil)
+	want("after a success", "")
 	clock.Advance(3*time.Minute + time.Second)
-	if s := r.Status(); s.Ready || !strings.Contains(s.Reason, "no snapshot succeeded since") {
-		t.Errorf("three intervals later: %+v", s)
-	}
+	want("three intervals later", Overdue)
+	take(nil)
+
+	held := error(&lease.HeldError{Holder: lease.Holder{Pod: "jenkins-0"}, Expires: clock.Now().Add(time.Minute)})
+	ls.err.Store(&held)
+	r.attempt(context.Background(), repo.TriggerScheduled) // takes none
+	want("while another sidecar writes", NotWriter)
+	lost := fmt.Errorf("%w: jenkins-1 holds it now", lease.ErrLost)
+	ls.err.Store(&lost)
+	r.attempt(context.Background(), repo.TriggerScheduled)
+	want("after losing the lease", NotWriter)
+	unreachable := errors.New("load lease.json: dial tcp: connection refused")
+	ls.err.Store(&unreachable)
+	r.attempt(context.Background(), repo.TriggerScheduled)
+	want("when the lease cannot be read", NoLease)
 }
 
 // A classic sidecar's final snapshot waits until Jenkins stops answering.
@@ -192,7 +225,7 @@ func TestFinalSnapshotWaitsForJenkinsToStop(t *testing.T) {
 	var sawStopped bool
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context, string) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
 			sawStopped = stopped.Load()
 			return &snapshot.Result{}, nil
 		},
@@ -231,7 +264,7 @@ func TestFinalSnapshotWaitsForAQuietHome(t *testing.T) {
 	var at time.Time
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
-		Take: func(context.Context, string) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
 			at = clock.Now()
 			return &snapshot.Result{}, nil
 		},
