@@ -263,3 +263,50 @@ func TestCheckRollback(t *testing.T) {
 		t.Errorf("a planted record: %v", err)
 	}
 }
+
+// TestNeverRetagsWhatItLetThrough: a record read without authentication
+// (Legacy's untagged, Allow's forged) is never tagged when written back:
+// without the override the write fails naming it, with it the record is
+// written as given, untagged. A record that verified is tagged again.
+func TestNeverRetagsWhatItLetThrough(t *testing.T) {
+	ctx := context.Background()
+	inner := newStore(t)
+	k := key(t, 1)
+	tagged := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k}})
+	rec := func(id, host string) []byte { return []byte(`{"id":"` + id + `","host":"` + host + `"}`) }
+	if err := tagged.Put(ctx, repo.RecordKey(id1), bytes.NewReader(rec(id1, "a"))); err != nil {
+		t.Fatal(err)
+	}
+	inner.Put(ctx, repo.RecordKey(id2), bytes.NewReader(rec(id2, "planted")))
+	var warned []error
+	for _, o := range []auth.Options{{Legacy: true}, {Allow: true}} {
+		o.Keys, o.Warn = []auth.Key{k}, func(err error) { warned = append(warned, err) }
+		st := auth.Wrap(inner, o)
+		for _, id := range []string{id1, id2} {
+			if _, _, err := st.Load(ctx, repo.RecordKey(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Put(ctx, repo.RecordKey(id1), bytes.NewReader(rec(id1, "b"))); err != nil {
+			t.Errorf("%+v: rewriting an authenticated record: %v", o, err)
+		}
+		err := st.Put(ctx, repo.RecordKey(id2), bytes.NewReader(rec(id2, "reparented")))
+		stored, _, _ := inner.Load(ctx, repo.RecordKey(id2))
+		if bytes.Contains(stored, []byte(`"macs"`)) {
+			t.Fatalf("%+v: a record read unauthenticated was tagged: %s", o, stored)
+		}
+		if o.Allow {
+			if err != nil || !bytes.Contains(stored, []byte("reparented")) {
+				t.Errorf("with the override: %v, stored %s", err, stored)
+			}
+		} else if !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), repo.RecordKey(id2)) || !strings.Contains(err.Error(), "--allow-unauthenticated") {
+			t.Errorf("without the override: %v, want ErrUnauthenticated naming the record and the override", err)
+		}
+	}
+	if _, _, err := tagged.Load(ctx, repo.RecordKey(id1)); err != nil {
+		t.Errorf("the authenticated record rewritten: %v", err)
+	}
+	if _, _, err := tagged.Load(ctx, repo.RecordKey(id2)); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Errorf("the planted record after both: %v, want still unauthenticated", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
@@ -73,6 +74,12 @@ type Options struct {
 type Store struct {
 	inner store.Store
 	o     Options
+	// letThrough holds the records last read without authentication
+	// (Legacy, Allow): they are never tagged again, so that maintenance,
+	// which rewrites records it read, cannot vouch for what a bucket
+	// writer wrote.
+	mu         sync.Mutex
+	letThrough map[string]bool
 }
 
 // Wrap returns a Store over inner; with no keys it only passes through.
@@ -104,6 +111,47 @@ func isJSON(key string) bool {
 	return key == repo.MarkerKey || key == repo.HeadKey || repo.IsRecordKey(key)
 }
 
+// ErrRetag refuses to tag a record that was read without authentication.
+var ErrRetag = errors.New("was read without authentication, and is never tagged anew")
+
+// note records whether key was last read authenticated.
+func (s *Store) note(key string, authentic bool) {
+	if !repo.IsRecordKey(key) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if authentic {
+		delete(s.letThrough, key)
+		return
+	}
+	if s.letThrough == nil {
+		s.letThrough = map[string]bool{}
+	}
+	s.letThrough[key] = true
+}
+
+// retag decides on rewriting a record: a record read without
+// authentication keeps no tag (written as is, with a warning) when the
+// admin's override is on, and stops the writer otherwise.
+func (s *Store) retag(key string) (sign bool, err error) {
+	s.mu.Lock()
+	tainted := s.letThrough[key]
+	s.mu.Unlock()
+	if !tainted {
+		return true, nil
+	}
+	err = &Error{Object: repo.Name(s.inner, key), Err: ErrUnauthenticated, Detail: "its record " + ErrRetag.Error() +
+		" (maintenance tags only what it authenticated). If the snapshot predates the store's authentication, run `prune` with --allow-unauthenticated once: it rewrites such records without a tag, as they were; otherwise someone with write access to the bucket wrote it: keep it for inspection, and delete the record (the snapshot is then listed from its manifest)"}
+	if !s.o.Allow {
+		return false, err
+	}
+	if s.o.Warn != nil {
+		s.o.Warn(err)
+	}
+	return false, nil
+}
+
 // tagsField is appended to a JSON object's own bytes: the tags cover
 // exactly what the writer wrote, and a reader gets those bytes back.
 const tagsField = `,"macs":`
@@ -111,6 +159,9 @@ const tagsField = `,"macs":`
 func (s *Store) sign(key string, data []byte) ([]byte, error) {
 	if len(s.o.Keys) == 0 {
 		return data, nil
+	}
+	if sign, err := s.retag(key); !sign {
+		return data, err
 	}
 	t := bytes.TrimSpace(data)
 	if len(t) < 2 || t[len(t)-1] != '}' || bytes.Equal(t, []byte("{}")) {
@@ -203,6 +254,7 @@ func (s *Store) verifyJSON(ctx context.Context, key string, stored []byte) ([]by
 			return nil, ae
 		}
 	}
+	s.note(key, err == nil)
 	if err := s.pass(err, false); err != nil {
 		return nil, err
 	}
