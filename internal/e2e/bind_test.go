@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,6 +77,108 @@ func TestMaintenanceDoesNotLaunderRecords(t *testing.T) {
 				t.Fatalf("the override tagged or lost the writer's record: %s", got)
 			}
 			refused(t, env, exitUnauthenticated, "is not authenticated", "--snapshot", second)
+		})
+	}
+}
+
+// TestObjectsCopiedBetweenStoresAreRefused is issue 31 item 4, as a
+// bucket writer without the key: two controllers share one age identity
+// (the common setup), and the writer copies store B's snapshots, archives
+// and head into store A, keeping A's marker. A restore of A restored B's
+// content with exit 0; now every tag covers its store's identity, and the
+// restore, of the head or of B's snapshot by ID, and the sidecar refuse
+// (exit 11), writing nothing.
+func TestObjectsCopiedBetweenStoresAreRefused(t *testing.T) {
+	for _, b := range authBackends {
+		t.Run(b.name, func(t *testing.T) {
+			storeURL, env, w := b.setup(t)
+			bk := bucket{t, w}
+			key, _, _ := ageKeys(t)
+			env = append(env, "HOMESNAP_STORE="+storeURL, "HOMESNAP_AGE_IDENTITY_FILE="+key, "HOMESNAP_LOG_FORMAT=json")
+			home := t.TempDir()
+			if err := testhome.Build(home); err != nil {
+				t.Fatal(err)
+			}
+			ok(t, run(t, "snapshot", env, "--once", "--home", home, "--timeout", "2m"))
+			testhome.Change(t, home)
+			ok(t, run(t, "snapshot", env, "--once", "--home", home, "--timeout", "2m"))
+
+			// Store B: another controller, the same identity.
+			other := t.TempDir()
+			otherHome := t.TempDir()
+			if err := testhome.Build(otherHome); err != nil {
+				t.Fatal(err)
+			}
+			os.MkdirAll(filepath.Join(otherHome, "nodes/evil"), 0o755)
+			os.WriteFile(filepath.Join(otherHome, "nodes/evil/config.xml"), []byte("<slave><name>evil</name></slave>\n"), 0o644)
+			otherEnv := []string{"HOMESNAP_STORE=" + other, "HOMESNAP_AGE_IDENTITY_FILE=" + key}
+			theirs := ok(t, run(t, "snapshot", otherEnv, "--once", "--home", otherHome, "--timeout", "2m"))
+
+			bk.plant(other)
+			refused(t, env, exitForged, "copied from another store")
+			refused(t, env, exitForged, "copied from another store", "--snapshot", theirs)
+			if r := run(t, "snapshot", env, "--once", "--home", home, "--timeout", "2m"); r.code != exitForged {
+				t.Fatalf("snapshot over the copied head: exit %d, want %d\n%s", r.code, exitForged, tail(r.stderr, 2000))
+			}
+		})
+	}
+}
+
+// TestUpgradeToStoreIdentity is the upgrade of an authenticated store of
+// format 3 (testdata/release3, written by the previous release), in the
+// order docs/encryption.md gives: the new release restores it as it is;
+// the sidecar's first snapshot gives it its identity (format 4) before it
+// writes anything; from then on every snapshot, the old ones included,
+// restores without an override, and the format 3 marker put back by a
+// bucket writer is refused.
+func TestUpgradeToStoreIdentity(t *testing.T) {
+	for _, b := range authBackends {
+		t.Run(b.name, func(t *testing.T) {
+			storeURL, env, w := b.setup(t)
+			bk := bucket{t, w}
+			bk.plant("testdata/release3/store")
+			old, err := os.ReadFile("testdata/release3/store/" + repo.MarkerKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bk.put(repo.MarkerKey, old)
+			key, _ := filepath.Abs("testdata/release3/identity.txt")
+			env = append(env, "HOMESNAP_STORE="+storeURL, "HOMESNAP_AGE_IDENTITY_FILE="+key, "HOMESNAP_LOG_FORMAT=json")
+			before := list(t, storeURL, env)
+
+			// 1. The init container of the new release: no override needed.
+			home := t.TempDir()
+			ok(t, run(t, "restore", env, "--home", home, "--timeout", "2m"))
+			// 2. The sidecar's first snapshot binds the store.
+			os.WriteFile(filepath.Join(home, "jobs/a/config.xml"), []byte("<project><description>c</description></project>\n"), 0o644)
+			r := run(t, "snapshot", env, "--once", "--home", home, "--timeout", "2m")
+			ok(t, r)
+			if !strings.Contains(r.stderr, "has its identity now") {
+				t.Errorf("the sidecar did not say it bound the store:\n%s", tail(r.stderr, 2000))
+			}
+			var m repo.Marker
+			stored := bk.load(repo.MarkerKey)
+			json.Unmarshal(tagsOf.ReplaceAll(stored, nil), &m)
+			if m.Homesnap != repo.FormatVersion || !repo.IsStoreID(m.ID) || !m.Authenticated || len(m.LegacyTags) == 0 {
+				t.Fatalf("marker after the first snapshot of the new release: %s", stored)
+			}
+			// 3. Everything restores without an override, old snapshots too.
+			want := selectedTree(t, home)
+			target := t.TempDir()
+			ok(t, run(t, "restore", env, "--home", target, "--timeout", "2m"))
+			same(t, "restore after the upgrade", want, wholeTree(t, target))
+			first := t.TempDir()
+			ok(t, run(t, "restore", env, "--home", first, "--snapshot", before.ids[0], "--timeout", "2m"))
+			if cfg, _ := os.ReadFile(filepath.Join(first, "jobs/a/config.xml")); !bytes.Contains(cfg, []byte("<description>a</description>")) {
+				t.Fatalf("the first snapshot of the format 3 store restored jobs/a/config.xml as %q", cfg)
+			}
+			if r := run(t, "restore", env, "--verify"); r.code != 0 || strings.Contains(r.stderr, `"level":"warn"`) {
+				t.Fatalf("verify after the upgrade: exit %d\n%s", r.code, tail(r.stderr, 3000))
+			}
+			// 4. The bucket writer puts the format 3 marker back, to have
+			// format 3 tags accepted again.
+			bk.put(repo.MarkerKey, old)
+			refused(t, env, exitForged, "put back the marker")
 		})
 	}
 }
