@@ -73,6 +73,9 @@ type Entry struct {
 	// selected paths: a restore creates it when missing and otherwise leaves
 	// it alone.
 	Implied bool `json:"implied,omitempty"`
+	// Links is the link count the walk saw (a root sidecar leaves out some
+	// hard-linked files: SECURITY.md). Never stored.
+	Links uint32 `json:"-"`
 
 	// Where the bytes live: the archive of snapshot Archive, from compressed
 	// byte Offset for Length bytes (whole frames). Empty files carry none.

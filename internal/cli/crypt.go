@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"filippo.io/age"
 	"github.com/rs/zerolog"
@@ -209,52 +210,96 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 	return setup, nil
 }
 
-// restoreStore returns what a restore of snapshot reads through; a missing
-// or wrong identity fails here, before the home is touched.
-// The store is authenticated first (see authenticated); a restore of the
-// head also checks that the head was not rolled back.
-func restoreStore(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot string, log zerolog.Logger) (*crypt.Setup, error) {
-	fail := func(err error) (*crypt.Setup, error) {
+// restoreStore returns what a restore reads through and the snapshot it
+// restores: snapshot, the one --at chooses (when at is set), or "" for the
+// head. A missing or wrong identity fails here, before the home is
+// touched. The store is authenticated first (see authenticated), and in
+// an authenticated store the head is checked for a rollback whatever the
+// restore chooses: --at chooses from the history the head names, and an
+// explicit snapshot is judged against it (the home's mark).
+func restoreStore(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot string, at time.Time, log zerolog.Logger) (*crypt.Setup, string, error) {
+	fail := func(err error) (*crypt.Setup, string, error) {
 		log.Error().Err(err).Str("store", raw.String()).Msg("restore failed; nothing was changed in the home")
-		return nil, reported{err}
+		return nil, "", reported{err}
 	}
 	ids, err := a.identities()
 	if err != nil {
 		log.Error().Err(err).Msg("cannot read the age identity; nothing was changed in the home")
-		return nil, reported{err}
+		return nil, "", reported{err}
 	}
 	st, tagged, err := authenticated(ctx, a, ids, raw, false, log)
 	if err != nil {
 		return fail(err)
 	}
-	// The snapshot's record is read only after the home changed (for its
-	// mark): check it before. The check and the encryption's reads are
+	// The rollback check and the choice with the encryption's reads are
 	// independent, so their round trips overlap.
 	var checkErr error
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
-		switch {
-		case !tagged:
-		case snapshot == "":
+		if tagged {
 			checkErr = checkRollback(ctx, a, st, log)
-		case repo.CheckID(snapshot) == nil:
-			_, checkErr = repo.LoadRecord(ctx, st, snapshot)
 		}
 	}()
-	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: a.AllowUnauthenticated}, snapshot)
+	chosen, chooseErr := pickSnapshot(ctx, a, st, tagged, snapshot, at, log)
+	var setup *crypt.Setup
+	if chooseErr == nil || at.IsZero() { // an explicit snapshot's encryption is judged first
+		setup, err = crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: a.AllowUnauthenticated}, chosen)
+	}
 	<-checked
-	if err != nil {
-		return fail(err)
+	if errors.Is(checkErr, store.ErrNotExist) {
+		checkErr = nil // the head's snapshot is missing: its restore says so
+	}
+	for _, err := range []error{err, checkErr, chooseErr} {
+		if err != nil {
+			return fail(err)
+		}
 	}
 	if setup.Note != "" {
 		log.Warn().Str("store", st.String()).Msg(setup.Note)
 	}
-	if checkErr != nil && !errors.Is(checkErr, store.ErrNotExist) {
-		return fail(checkErr)
-	}
 	setup.Authenticated = tagged
-	return setup, nil
+	return setup, chosen, nil
+}
+
+// pickSnapshot resolves what a restore or a verify reads: snapshot, or
+// with at set the newest snapshot of the head's history taken at or before
+// it, or "" for the head (and for an empty store). It reads through st,
+// which verifies what it reads when tagged: no record that fails steers
+// --at, and a record rebuilt from a manifest's header (a snapshot from
+// before records), whose bytes are not verified, is refused like an
+// untagged one. The one place --at is resolved.
+func pickSnapshot(ctx context.Context, a *AgeIdentity, st store.Store, tagged bool, snapshot string, at time.Time, log zerolog.Logger) (string, error) {
+	if at.IsZero() {
+		if tagged && snapshot != "" && repo.CheckID(snapshot) == nil {
+			// The record is read only after the home changed (for its
+			// mark): check it before.
+			if _, err := repo.LoadRecord(ctx, st, snapshot); err != nil && !errors.Is(err, store.ErrNotExist) {
+				return snapshot, err // a missing one: its restore says so
+			}
+		}
+		return snapshot, nil
+	}
+	head, _, err := repo.LoadHead(ctx, st)
+	if err != nil || head == nil {
+		return "", err
+	}
+	var trust func(*repo.Record) error
+	if tagged {
+		trust = func(r *repo.Record) error {
+			if !r.Partial {
+				return nil
+			}
+			err := &auth.Error{Object: repo.Name(st, repo.RecordKey(r.ID)), Err: auth.ErrUnauthenticated, Untagged: true,
+				Detail: "it is missing, and the manifest header it is rebuilt from is not verified (a snapshot from before records, or a record deleted)"}
+			if !a.AllowUnauthenticated {
+				return err
+			}
+			log.Warn().Err(err).Msg("READING AN UNAUTHENTICATED OBJECT: it may have been written by anyone with write access to the bucket")
+			return nil
+		}
+	}
+	return repo.SnapshotAt(ctx, st, head.Snapshot, at, trust)
 }
 
 // checkRollback verifies the head and its record, and refuses a head that

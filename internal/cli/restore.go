@@ -140,9 +140,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fail("cannot open the store", err)
 	}
 	defer st.Close()
-	if cfg.List { // records are never encrypted: listing needs no key
+	if cfg.List { // records are never encrypted: a key only verifies them
 		setStep("listing snapshots")
-		if err := list(ctx, st, cfg.Output, stdout, log); err != nil {
+		if err := list(ctx, &cfg.AgeIdentity, st, cfg.Output, stdout, log); err != nil {
 			return fail("cannot list snapshots", err)
 		}
 		return nil
@@ -157,25 +157,19 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	st = repo.ReadOnce(ctx, st, repo.MarkerKey, repo.HeadKey)
 	// An encrypted store is read through age from here on; a missing or
 	// wrong identity fails now, naming the recipients it needs.
-	setStep("checking the store's encryption")
-	if !cfg.at.IsZero() {
-		// Resolved now, so that the encryption, the agent check and the
-		// master key are checked on the snapshot --at chooses, not the head.
-		setStep("finding the snapshot at " + cfg.At)
-		id, err := snapshotAt(ctx, st, cfg.at)
-		if err != nil {
-			return fail("restore failed", err)
-		}
-		cfg.Snapshot = id // "" for an empty store: the decision says what that means
-	}
+	// --at is resolved there, on authenticated records, so that the
+	// encryption, the agent check and the master key are checked on the
+	// snapshot it chooses, not the head.
+	setStep("checking the store's encryption and choosing the snapshot")
 	snapshot := cfg.Snapshot
 	if snapshot == "head" {
 		snapshot = ""
 	}
-	dec, err := restoreStore(ctx, &cfg.AgeIdentity, st, snapshot, log)
+	dec, snapshot, err := restoreStore(ctx, &cfg.AgeIdentity, st, snapshot, cfg.at, log)
 	if err != nil {
 		return reported{err}
 	}
+	cfg.Snapshot = snapshot // "" for an empty store: the decision says what that means
 	st = dec.Store
 	if cfg.CheckAgents {
 		return checkAgents(ctx, &cfg, st, stdout, log)
@@ -192,7 +186,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
 			Include: cfg.Only, Exclude: cfg.Skip, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
 		},
-		At: cfg.at, Step: setStep,
+		Step: setStep, AllowOlderHead: cfg.AllowUnauthenticated,
 	}
 	if cfg.DryRun {
 		opts.OnChange = func(c restore.Change) { fmt.Fprintf(stdout, "%s\t%s\t%d\n", c.Kind, c.Path, c.Size) }

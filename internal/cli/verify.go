@@ -35,8 +35,23 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 	}
 	raw := st
 	st, tagged, err := authenticated(ctx, &cfg.AgeIdentity, ids, raw, false, log)
-	if err == nil && tagged && cfg.Snapshot == "" && cfg.at.IsZero() {
+	if err == nil && tagged {
 		err = checkRollback(ctx, &cfg.AgeIdentity, st, log)
+	}
+	// The snapshot chosen, if any, as a restore chooses it.
+	var snapshot string
+	if err == nil && (cfg.Snapshot != "" || !cfg.at.IsZero()) {
+		if cfg.Snapshot == "head" {
+			var head *repo.Head
+			if head, _, err = repo.LoadHead(ctx, st); head != nil {
+				snapshot = head.Snapshot
+			}
+		} else {
+			snapshot, err = pickSnapshot(ctx, &cfg.AgeIdentity, st, tagged, cfg.Snapshot, cfg.at, log)
+		}
+		if err == nil && snapshot == "" {
+			err = fmt.Errorf("%w in %s yet", repo.ErrNoSnapshot, st)
+		}
 	}
 	if err != nil {
 		log.Error().Err(err).Str("store", raw.String()).Msg("verify refused")
@@ -57,10 +72,8 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 			log.Error().Err(p.Err).Str("snapshot", p.Snapshot).Str("object", p.Object).Msg("damaged object")
 		},
 	}
-	if id, err := chosenSnapshot(ctx, cfg, st); err != nil {
-		return err
-	} else if id != "" {
-		opts.Snapshots = []string{id}
+	if snapshot != "" {
+		opts.Snapshots = []string{snapshot}
 	}
 	mode := "full"
 	if opts.Structure {
@@ -105,35 +118,6 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 		return reported{err}
 	}
 	return nil
-}
-
-// chosenSnapshot resolves --snapshot and --at to a snapshot ID ("" when
-// neither is given). Records are plain: this needs no key.
-func chosenSnapshot(ctx context.Context, cfg *restoreConfig, st store.Store) (string, error) {
-	if cfg.Snapshot != "" && cfg.Snapshot != "head" {
-		return cfg.Snapshot, nil
-	}
-	if cfg.Snapshot == "" && cfg.at.IsZero() {
-		return "", nil
-	}
-	id, err := snapshotAt(ctx, st, cfg.at)
-	if err == nil && id == "" {
-		err = fmt.Errorf("%w in %s yet", repo.ErrNoSnapshot, st)
-	}
-	return id, err
-}
-
-// snapshotAt returns the newest snapshot of the head's history taken at or
-// before at (zero: the head), or "" when the store has no snapshot.
-func snapshotAt(ctx context.Context, st store.Store, at time.Time) (string, error) {
-	head, _, err := repo.LoadHead(ctx, st)
-	if err != nil || head == nil {
-		return "", err
-	}
-	if at.IsZero() {
-		return head.Snapshot, nil
-	}
-	return repo.SnapshotAt(ctx, st, head.Snapshot, at)
 }
 
 // errVerifyAndList refuses two commands at once.

@@ -1,10 +1,6 @@
 package homefs
 
-import (
-	"errors"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // Where there is no O_PATH (macOS), what Linux does on an O_PATH
 // descriptor of rel is done in rel's parent, opened beneath the directory
@@ -25,10 +21,14 @@ func (d Dir) lstatByParent(rel string, st *unix.Stat_t) error {
 	return unix.Fstatat(int(p), name, st, unix.AT_SYMLINK_NOFOLLOW)
 }
 
-// chmodByParent is ChmodFunc without O_PATH: on the inode opened (for
+// setMetaByParent is SetMeta without O_PATH: on the inode opened (for
 // reading, never following a symlink) in rel's opened parent, or, when it
-// cannot be opened, by its name there with AT_SYMLINK_NOFOLLOW.
-func (d Dir) chmodByParent(rel string, mode func(isDir bool) uint32) error {
+// cannot be opened (a symlink, a file a non-root restore cannot read, a
+// socket), by its name there with AT_SYMLINK_NOFOLLOW. Times are always
+// set by name (there is no portable futimens), after checking that the
+// name is still the inode changed. What is done by name is checked just
+// before, not on a descriptor: a swap in between is not excluded there.
+func (d Dir) setMetaByParent(rel string, m Meta) error {
 	p, name, err := d.Parent(rel)
 	if err != nil {
 		return err
@@ -36,34 +36,56 @@ func (d Dir) chmodByParent(rel string, mode func(isDir bool) uint32) error {
 	defer p.Close()
 	var st unix.Stat_t
 	fd, err := unix.Openat(int(p), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	switch {
-	case err == nil:
+	if err == nil {
 		defer unix.Close(fd)
-		if err := unix.Fstat(fd, &st); err != nil {
-			return err
-		}
-		return unix.Fchmod(fd, mode(st.Mode&unix.S_IFMT == unix.S_IFDIR))
-	case errors.Is(err, unix.ELOOP):
-		return err
+		err = unix.Fstat(fd, &st)
+	} else {
+		fd = -1
+		err = unix.Fstatat(int(p), name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
-	// Unreadable (mode 0 from a snapshot) or not openable (a socket): by
-	// name in the opened parent, never following a symlink.
-	if err := unix.Fstatat(int(p), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return err
+	if err == nil {
+		err = checkLinks(&st)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return unix.ELOOP
-	}
-	return unix.Fchmodat(int(p), name, mode(st.Mode&unix.S_IFMT == unix.S_IFDIR), unix.AT_SYMLINK_NOFOLLOW)
-}
-
-// chownByParent is Chown without O_PATH: fchownat in rel's opened parent,
-// with AT_SYMLINK_NOFOLLOW.
-func (d Dir) chownByParent(rel string, uid, gid int) error {
-	p, name, err := d.Parent(rel)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	return unix.Fchownat(int(p), name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+	typ := st.Mode & unix.S_IFMT
+	if m.Mode != nil && typ == unix.S_IFLNK {
+		return unix.ELOOP
+	}
+	if m.Owner != nil {
+		if fd >= 0 {
+			err = unix.Fchown(fd, m.Owner.UID, m.Owner.GID)
+		} else {
+			err = unix.Fchownat(int(p), name, m.Owner.UID, m.Owner.GID, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if m.Mode != nil {
+		mode := m.Mode(typ == unix.S_IFDIR)
+		if fd >= 0 {
+			err = unix.Fchmod(fd, mode)
+		} else {
+			err = unix.Fchmodat(int(p), name, mode, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if m.Times == nil {
+		return nil
+	}
+	var now unix.Stat_t
+	if err := unix.Fstatat(int(p), name, &now, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if now.Dev != st.Dev || now.Ino != st.Ino {
+		return unix.ENOENT // replaced meanwhile
+	}
+	if err := checkLinks(&now); err != nil {
+		return err
+	}
+	return unix.UtimesNanoAt(int(p), name, m.Times, unix.AT_SYMLINK_NOFOLLOW)
 }

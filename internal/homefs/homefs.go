@@ -4,11 +4,12 @@
 // any moment, also while homesnap runs, so every path is resolved relative
 // to a directory descriptor, beneath it, with no symlink in any component
 // (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or a walk of O_NOFOLLOW
-// opens where the kernel lacks openat2, and on macOS). Metadata is changed
-// on opened descriptors (or, without O_PATH, by name in the opened parent
-// with AT_SYMLINK_NOFOLLOW), reads are of regular files only and bounded,
-// and temporary files are created O_EXCL after whatever sits at their name
-// is unlinked.
+// opens where the kernel lacks openat2 or a seccomp profile refuses it, and
+// on macOS). Metadata is changed on opened descriptors (or, without O_PATH,
+// by name in the opened parent with AT_SYMLINK_NOFOLLOW), never on an inode
+// that is not a directory and has more than one link (ErrHardLinked), reads
+// are of regular files only and bounded, and temporary files are created
+// O_EXCL after whatever sits at their name is unlinked.
 package homefs
 
 import (
@@ -26,7 +27,32 @@ var (
 	ErrNotRegular = errors.New("not a regular file")
 	// ErrTooLarge means a file is larger than its reader accepts.
 	ErrTooLarge = errors.New("larger than the limit")
+	// ErrHardLinked means an inode whose metadata was to change is not a
+	// directory and has more than one link. The home's user can link any
+	// file of the home's filesystem it can reach (with
+	// fs.protected_hardlinks=0, even one it cannot read) into the home:
+	// changing the inode would change that file, outside the home.
+	ErrHardLinked = errors.New("has more than one hard link (another name, maybe outside the home, shares its inode)")
 )
+
+// checkLinks refuses, with ErrHardLinked, an inode that is not a
+// directory (which cannot be hard-linked) and has more than one link.
+func checkLinks(st *unix.Stat_t) error {
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+		return fmt.Errorf("%w: %d links", ErrHardLinked, st.Nlink)
+	}
+	return nil
+}
+
+// Meta is what SetMeta changes; a nil field is left as it is.
+type Meta struct {
+	Owner *Owner
+	// Mode is chosen by whether rel is a directory, as seen on the inode
+	// it changes. A symlink has no mode: with Mode set, one is refused
+	// (ELOOP), changing nothing.
+	Mode  func(isDir bool) uint32
+	Times []unix.Timespec // access and modification
+}
 
 // Dir is an open directory descriptor: the home, or a directory opened
 // beneath it. Paths given to its methods are slash-separated and relative;
@@ -204,6 +230,8 @@ func (d Dir) Parent(rel string) (Dir, string, error) {
 // symlink (ELOOP). It is applied to the inode opened beneath d, never by a
 // path (on Linux; elsewhere an inode that cannot be opened for reading is
 // changed by its name in its opened parent, never following a symlink).
+// Like every metadata change here, it refuses a hard-linked inode
+// (ErrHardLinked).
 func (d Dir) Chmod(rel string, mode uint32) error {
 	return d.ChmodFunc(rel, func(bool) uint32 { return mode })
 }
@@ -211,12 +239,12 @@ func (d Dir) Chmod(rel string, mode uint32) error {
 // SetTimes sets rel's access and modification times, a symlink's own when
 // rel is one.
 func (d Dir) SetTimes(rel string, ts []unix.Timespec) error {
-	p, name, err := d.Parent(rel)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	return unix.UtimesNanoAt(int(p), name, ts, unix.AT_SYMLINK_NOFOLLOW)
+	return d.SetMeta(rel, Meta{Times: ts})
+}
+
+// Chown sets rel's owner; a symlink's own owner when rel is one.
+func (d Dir) Chown(rel string, uid, gid int) error {
+	return d.SetMeta(rel, Meta{Owner: &Owner{uid, gid}})
 }
 
 // Rename moves rel beneath d to to beneath dst. Both parents are opened

@@ -80,18 +80,32 @@ func TestReadFileRefusesSymlinksDevicesAndSize(t *testing.T) {
 	})
 }
 
-func TestWalkFallbackIsUsedOnENOSYS(t *testing.T) {
+// TestWalkFallbackIsUsedWithoutOpenat2 covers kernels before 5.6 (ENOSYS)
+// and the seccomp profiles of older container runtimes, which refuse
+// openat2 with EPERM: both fall back to the walk, which refuses symlinks
+// as openat2 does, instead of failing every access to the home.
+func TestWalkFallbackIsUsedWithoutOpenat2(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("openat2 is Linux's")
 	}
-	d, _, _ := home(t)
-	defer func() { kernelLacksOpenat2 = false; noOpenat2.Store(false) }()
-	kernelLacksOpenat2 = true
-	if _, err := d.ReadFile("link/secret", 100); !errors.Is(err, unix.ELOOP) {
-		t.Fatalf("through a symlinked directory without openat2: %v", err)
-	}
-	if !noOpenat2.Load() {
-		t.Fatal("ENOSYS not remembered")
+	for _, errno := range []unix.Errno{unix.ENOSYS, unix.EPERM} {
+		t.Run(unix.ErrnoName(errno), func(t *testing.T) {
+			d, _, _ := home(t)
+			defer func() { openat2Errno = 0; noOpenat2.Store(false) }()
+			openat2Errno = errno
+			if got, err := d.ReadFile("a/b/file", 100); err != nil || string(got) != "inside" {
+				t.Fatalf("a/b/file without openat2: %q, %v", got, err)
+			}
+			if !noOpenat2.Load() {
+				t.Fatalf("%v not remembered", errno)
+			}
+			if _, err := d.ReadFile("link/secret", 100); !errors.Is(err, unix.ELOOP) {
+				t.Fatalf("through a symlinked directory without openat2: %v", err)
+			}
+			if _, err := d.ReadFile("a/out", 100); !errors.Is(err, unix.ELOOP) {
+				t.Fatalf("a symlink without openat2: %v", err)
+			}
+		})
 	}
 }
 
@@ -278,6 +292,67 @@ func TestRemoveEmptyDirsKeepsAnythingElse(t *testing.T) {
 		}
 		if _, err := d.RemoveEmptyDirs("link/x"); !errors.Is(err, unix.ELOOP) {
 			t.Fatalf("through a symlinked directory: %v", err)
+		}
+	})
+}
+
+// TestMetadataRefusesHardLinkedInodes is the home's user linking a file
+// from elsewhere on the home's filesystem into the home (with
+// fs.protected_hardlinks=0, one it cannot even read): no owner, mode or
+// time set on the link's name may reach that file.
+func TestMetadataRefusesHardLinkedInodes(t *testing.T) {
+	both(t, func(t *testing.T) {
+		d, h, outside := home(t)
+		secret := filepath.Join(outside, "secret")
+		must(t, os.Link(secret, filepath.Join(h, "a", "linked")))
+		must(t, os.Symlink("x", filepath.Join(outside, "sym")))
+		must(t, os.Link(filepath.Join(outside, "sym"), filepath.Join(h, "a", "linkedsym")))
+		var before, sym unix.Stat_t
+		must(t, unix.Lstat(secret, &before))
+		must(t, unix.Lstat(filepath.Join(outside, "sym"), &sym))
+		ts := []unix.Timespec{unix.NsecToTimespec(1e9), unix.NsecToTimespec(1e9)}
+		ops := map[string]func(rel string) error{
+			"Chmod":     func(rel string) error { return d.Chmod(rel, 0o666) },
+			"ChmodFunc": func(rel string) error { return d.ChmodFunc(rel, func(bool) uint32 { return 0o666 }) },
+			"Chown":     func(rel string) error { return d.Chown(rel, 1000, 1000) },
+			"SetTimes":  func(rel string) error { return d.SetTimes(rel, ts) },
+			"SetMeta": func(rel string) error {
+				return d.SetMeta(rel, Meta{Owner: &Owner{1000, 1000}, Mode: func(bool) uint32 { return 0o666 }, Times: ts})
+			},
+		}
+		for name, op := range ops {
+			for _, rel := range []string{"a/linked", "a/linkedsym"} {
+				if err := op(rel); !errors.Is(err, ErrHardLinked) {
+					t.Errorf("%s %s: %v, want ErrHardLinked", name, rel, err)
+				}
+			}
+		}
+		var after unix.Stat_t
+		must(t, unix.Lstat(secret, &after))
+		if after.Mode != before.Mode || after.Uid != before.Uid || after.Gid != before.Gid || after.Mtim != before.Mtim {
+			t.Fatalf("the outside file changed: mode %o uid %d gid %d mtime %v, was %o %d %d %v",
+				after.Mode, after.Uid, after.Gid, after.Mtim, before.Mode, before.Uid, before.Gid, before.Mtim)
+		}
+		must(t, unix.Lstat(filepath.Join(outside, "sym"), &after))
+		if after.Uid != sym.Uid || after.Mtim != sym.Mtim {
+			t.Fatalf("the outside symlink changed: uid %d mtime %v", after.Uid, after.Mtim)
+		}
+		// A file of its own, a directory (always several links) and a
+		// symlink (which has no mode) are changed as before.
+		m := Meta{Owner: &Owner{os.Getuid(), os.Getgid()}, Mode: func(isDir bool) uint32 { return 0o750 }, Times: ts}
+		if err := d.SetMeta("a/out", m); !errors.Is(err, unix.ELOOP) {
+			t.Errorf("a mode for a symlink: %v, want ELOOP", err)
+		}
+		for _, rel := range []string{"a/b/file", "a/b", "a/out"} {
+			if rel == "a/out" {
+				m.Mode = nil
+			}
+			must(t, d.SetMeta(rel, m))
+			var st unix.Stat_t
+			must(t, unix.Lstat(filepath.Join(h, rel), &st))
+			if st.Mtim != ts[1] || rel != "a/out" && st.Mode&0o7777 != 0o750 {
+				t.Errorf("%s: mode %o mtime %v", rel, st.Mode&0o7777, st.Mtim)
+			}
 		}
 	})
 }

@@ -30,11 +30,15 @@ func (d Dir) Lstat(rel string, st *unix.Stat_t) error { return d.lstatByParent(r
 // as seen on the inode it changes: a file swapped in for a directory
 // meanwhile cannot be given the directory's mode (its setgid bit, say).
 func (d Dir) ChmodFunc(rel string, mode func(isDir bool) uint32) error {
-	return d.chmodByParent(rel, mode)
+	return d.SetMeta(rel, Meta{Mode: mode})
 }
 
-// Chown sets rel's owner; a symlink's own owner when rel is one.
-func (d Dir) Chown(rel string, uid, gid int) error { return d.chownByParent(rel, uid, gid) }
+// SetMeta sets rel's owner, then its mode (after chown, which clears
+// setuid and setgid), then its times, a symlink's own when rel is one
+// (which has no mode: see Meta). It
+// refuses, changing nothing, an inode that is not a directory and has
+// more than one link (ErrHardLinked).
+func (d Dir) SetMeta(rel string, m Meta) error { return d.setMetaByParent(rel, m) }
 
 // renameNoReplace has no atomic variant here.
 var renameNoReplace = renameNoReplaceByCheck

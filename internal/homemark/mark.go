@@ -35,6 +35,11 @@ type Mark struct {
 	Selection selector.Spec `json:"selection"`
 	Print     Fingerprint   `json:"fingerprint"`
 	Written   time.Time     `json:"written"`
+	// Seq is the commit count (repo.Head.Seq) of the newest head of Store
+	// this home saw: a restore refuses a head with a lower one, which the
+	// store alone cannot prove old when it is older by exactly one
+	// snapshot. 0 (a mark from before it) checks nothing.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // Fingerprint summarises a home's selection from one stat walk: how many
@@ -173,17 +178,17 @@ func parse(data []byte) (*Mark, error) {
 }
 
 // Carry moves the home's mark from snapshot from to snapshot to, taken at
-// at, keeping its fingerprint: to holds from's tree and was taken without
+// at and committed as seq, keeping its fingerprint: to holds from's tree and was taken without
 // walking the home (a consolidation), so the home matches to exactly when
 // it matches from, and the restore that compares it with the head decides
 // as before. A mark naming another snapshot, or none, says nothing about
 // to and is left alone. It reports whether the mark moved.
-func Carry(home, from, to string, at time.Time) (bool, error) {
+func Carry(home, from, to string, at time.Time, seq int64) (bool, error) {
 	m, err := Read(home)
 	if err != nil || m == nil || m.Snapshot != from {
 		return false, err
 	}
-	m.Snapshot, m.Time = to, at
+	m.Snapshot, m.Time, m.Seq = to, at, seq
 	return true, Write(home, m)
 }
 

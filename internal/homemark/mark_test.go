@@ -152,13 +152,13 @@ func TestCarryMovesOnlyTheParentsMark(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC)
-	if moved, err := Carry(home, "s0", "s2", at); moved || err != nil {
+	if moved, err := Carry(home, "s0", "s2", at, 0); moved || err != nil {
 		t.Fatalf("a mark naming s1 carried from s0: %v %v", moved, err)
 	}
 	if m, err := Read(home); err != nil || m == nil || m.Snapshot != "s1" {
 		t.Fatalf("after carrying from another snapshot: %+v %v, want s1's mark", m, err)
 	}
-	if moved, err := Carry(home, "s1", "s2", at); !moved || err != nil {
+	if moved, err := Carry(home, "s1", "s2", at, 0); !moved || err != nil {
 		t.Fatalf("carry from s1: %v %v", moved, err)
 	}
 	m, err := Read(home)
@@ -166,7 +166,7 @@ func TestCarryMovesOnlyTheParentsMark(t *testing.T) {
 		t.Fatalf("carried mark %+v %v, want s2 at %v with s1's fingerprint and selection", m, err, at)
 	}
 	unmarked := t.TempDir()
-	if moved, err := Carry(unmarked, "s1", "s2", at); moved || err != nil {
+	if moved, err := Carry(unmarked, "s1", "s2", at, 0); moved || err != nil {
 		t.Fatalf("carry in an unmarked home: %v %v", moved, err)
 	}
 	if m, err := Read(unmarked); m != nil || err != nil {

@@ -40,6 +40,7 @@ type Metrics struct {
 	journalModes, fallbacks   *prometheus.CounterVec
 	journalWatches            prometheus.Gauge
 	journalDifferences        prometheus.Counter
+	linkedLeftOut             prometheus.Counter
 	interval                  prometheus.Gauge
 }
 
@@ -89,6 +90,7 @@ func New() *Metrics {
 	m.fallbacks = vec("journal_fallbacks_total", "Snapshots that walked the whole home although the change journal is on, by reason.", "reason")
 	m.journalWatches = gauge("journal_watches", "Inotify watches the change journal holds (each costs about 1 KiB of kernel memory; fs.inotify.max_user_watches bounds them).")
 	m.journalDifferences = counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored).")
+	m.linkedLeftOut = counter("linked_left_out_total", "Hard-linked files of another owner than the home's user that a sidecar running as root left out of snapshots (each logged; SECURITY.md).")
 	m.interval = gauge("snapshot_interval_seconds", "The sidecar's --interval: alerts measure lateness in intervals.")
 	f(m.duration)
 	f(collectors.NewGoCollector())
@@ -129,6 +131,7 @@ func (m *Metrics) Observe(start, end time.Time, res *snapshot.Result, err error)
 		m.archives.Set(float64(len(res.Totals.Archives)))
 		m.bytesRead.Add(float64(res.Totals.NewBytes))
 	}
+	m.linkedLeftOut.Add(float64(res.LinkedLeftOut))
 	if j := res.Journal; j != nil {
 		m.journalModes.WithLabelValues(j.Mode).Inc()
 		if j.Fallback != "" {

@@ -311,11 +311,18 @@ func (e *NoneAtError) Error() string {
 func (e *NoneAtError) Unwrap() error { return ErrNoSnapshot }
 
 // SnapshotAt finds the newest snapshot of head's history taken at or
-// before at.
-func SnapshotAt(ctx context.Context, st store.Store, head string, at time.Time) (string, error) {
+// before at. trust, when set, judges every record the walk steps on before
+// its time or parent is used; its error ends the walk.
+func SnapshotAt(ctx context.Context, st store.Store, head string, at time.Time, trust func(*Record) error) (string, error) {
 	found := ""
 	var oldest time.Time
+	var distrust error
 	err := WalkHistory(ctx, st, head, func(r *Record) bool {
+		if trust != nil {
+			if distrust = trust(r); distrust != nil {
+				return false
+			}
+		}
 		oldest = r.Time
 		if !r.Time.After(at) {
 			found = r.ID
@@ -323,6 +330,9 @@ func SnapshotAt(ctx context.Context, st store.Store, head string, at time.Time) 
 		}
 		return true
 	})
+	if err == nil {
+		err = distrust
+	}
 	if err != nil {
 		return "", err
 	}

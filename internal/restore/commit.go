@@ -84,8 +84,10 @@ func (r *restorer) displace(list *[]*action, rel string) error {
 			return err
 		}
 		r.disp = fd
-		if err := r.chownOurs(r.home, r.dispName); err != nil {
-			return err
+		if r.o.Chown != nil { // on the descriptor: its name is in the home's user's hands
+			if err := unix.Fchown(fd, r.o.Chown.UID, r.o.Chown.GID); err != nil {
+				return fmt.Errorf("chown %s: %w", r.abs(r.dispName), err)
+			}
 		}
 	}
 	parts := strings.Split(rel, "/")
@@ -274,34 +276,44 @@ func (r *restorer) undo(a *action) error {
 		return r.rename(r.home, a.rel, r.tree, a.rel)
 	}
 	st := &a.meta.old
-	home := homefs.Dir(r.home)
+	m := homefs.Meta{Mode: func(bool) uint32 { return uint32(st.Mode & 0o7777) }, Times: []unix.Timespec{st.Atim, st.Mtim}}
 	if r.root {
-		if err := home.Chown(a.rel, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
+		m.Owner = &homefs.Owner{UID: int(st.Uid), GID: int(st.Gid)}
 	}
-	if err := home.Chmod(a.rel, uint32(st.Mode&0o7777)); err != nil {
-		return err
-	}
-	return home.SetTimes(a.rel, []unix.Timespec{st.Atim, st.Mtim})
+	return r.leaveHardLinked(a.rel, homefs.Dir(r.home).SetMeta(a.rel, m))
 }
 
-// setHomeMeta sets a home directory's metadata in the commit. The home
-// is live (a partial restore into a running controller): each change is
+// leaveHardLinked turns a metadata change refused because the path became
+// a hard link (the home's user replaced it since it was changed) into a
+// warning: that path is no longer what the restore changed, and it is
+// left alone rather than failing the rollback.
+func (r *restorer) leaveHardLinked(rel string, err error) error {
+	if errors.Is(err, homefs.ErrHardLinked) {
+		r.o.Log.Warn().Str("path", r.abs(rel)).Err(err).Msg("left this path's owner, mode and times alone: it was replaced by a hard link since the restore changed it")
+		return nil
+	}
+	return err
+}
+
+// setHomeMeta sets a home path's metadata in the commit. The home is
+// live (a partial restore into a running controller): the change is
 // made on the path opened beneath the home with no symlink, so a
 // directory swapped for a link meanwhile cannot redirect a root chown or
-// chmod.
+// chmod, and it is refused on a hard-linked inode (homefs.ErrHardLinked),
+// which could be a file outside the home.
 func (r *restorer) setHomeMeta(rel string, e *archive.Entry) error {
-	home := homefs.Dir(r.home)
+	m := homefs.Meta{
+		Mode:  func(bool) uint32 { return unixMode(e.Mode) },
+		Times: []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)},
+	}
 	if uid, gid, ok := r.owner(e); ok {
-		if err := home.Chown(rel, uid, gid); err != nil {
-			return err
-		}
+		m.Owner = &homefs.Owner{UID: uid, GID: gid}
 	}
-	if err := home.Chmod(rel, unixMode(e.Mode)); err != nil { // after chown, which clears setuid/setgid
-		return err
+	err := homefs.Dir(r.home).SetMeta(rel, m)
+	if errors.Is(err, homefs.ErrHardLinked) {
+		return fmt.Errorf("%w; it was replaced since the restore compared it (by the home's user?): nothing of it was changed; restore again, which replaces the name by a fresh file", err)
 	}
-	return home.SetTimes(rel, []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)})
+	return err
 }
 
 func (r *restorer) rename(fromDir int, from string, toDir int, to string) error {

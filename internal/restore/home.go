@@ -3,8 +3,8 @@ package restore
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/selector"
@@ -15,9 +15,10 @@ import (
 // at all (the init container's and the operator's entry point).
 type HomeOptions struct {
 	Options
-	// At picks the newest snapshot of the head's history taken at or
-	// before it (zero: the head, or Options.Snapshot).
-	At time.Time
+	// AllowOlderHead restores, with a warning, a head older than the last
+	// commit the home's mark saw (see checkMark): the admin's override,
+	// after putting an older copy of the store back on purpose.
+	AllowOlderHead bool
 	// Step, when set, is told what the restore is doing, for the message
 	// of a deadline that expires.
 	Step func(string)
@@ -57,21 +58,18 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	sit := Situation{StoreEmpty: head == nil, Chosen: o.Snapshot != "" || !o.At.IsZero()}
+	sit := Situation{StoreEmpty: head == nil, Chosen: o.Snapshot != ""}
 	target := o.Snapshot
 	if head != nil && target == "" {
 		target = head.Snapshot
-		if !o.At.IsZero() {
-			step("finding the snapshot at " + o.At.Format(time.RFC3339))
-			if target, err = repo.SnapshotAt(ctx, o.Store, head.Snapshot, o.At); err != nil {
-				return nil, err
-			}
-		}
 	}
 	if target != "" {
 		if err := repo.CheckID(target); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkMark(o, head); err != nil {
+		return nil, err
 	}
 	res := &HomeResult{Snapshot: target}
 	if !o.DryRun {
@@ -121,7 +119,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 		return res, nil
 	}
 	step("marking the home")
-	if err := markHome(o, target, res.Restore, ro.record); err != nil {
+	if err := markHome(o, target, head.Seq, res.Restore, ro.record); err != nil {
 		o.Log.Warn().Err(err).Msg("the home was restored but could not be marked: the next restore will refuse it as unknown data unless forced")
 		return res, nil
 	}
@@ -220,8 +218,8 @@ func (p *pendingRecord) get() (*repo.Record, error) {
 }
 
 // markHome records that the home now matches snapshot id, as restore res
-// left it; record is the snapshot's.
-func markHome(o HomeOptions, id string, res *Result, record *pendingRecord) error {
+// left it, and saw the head's commit count seq; record is the snapshot's.
+func markHome(o HomeOptions, id string, seq int64, res *Result, record *pendingRecord) error {
 	rec, err := record.get()
 	if err != nil {
 		return err
@@ -230,5 +228,50 @@ func markHome(o HomeOptions, id string, res *Result, record *pendingRecord) erro
 	if err != nil {
 		return err
 	}
-	return homemark.Write(o.Home, &homemark.Mark{Store: o.Store.String(), Snapshot: id, Time: rec.Time, Selection: o.Selector.Spec(), Print: print})
+	return homemark.Write(o.Home, &homemark.Mark{Store: o.Store.String(), Snapshot: id, Time: rec.Time, Selection: o.Selector.Spec(), Print: print, Seq: seq})
+}
+
+// ErrBehindMark is wrapped by a BehindMarkError: the head went back.
+var ErrBehindMark = fmt.Errorf("%w past what this home saw", auth.ErrRollback)
+
+// BehindMarkError: the store's head is older than the last commit the
+// home's mark saw.
+type BehindMarkError struct {
+	Home, Store  string
+	Head         string
+	HeadSeq      int64
+	MarkSnapshot string
+	MarkSeq      int64
+}
+
+func (e *BehindMarkError) Error() string {
+	return fmt.Sprintf("%s: %v: the head names snapshot %s (commit %d), but this home (%s) was marked by commit %d of the same store (snapshot %s): the head went back after the home saw a newer one, and a bucket writer may have put an old head back",
+		e.Store, ErrBehindMark, e.Head, e.HeadSeq, e.Home, e.MarkSeq, e.MarkSnapshot)
+}
+
+func (e *BehindMarkError) Unwrap() error { return ErrBehindMark }
+
+// checkMark refuses a head older than the newest commit the home's mark
+// saw, before anything in the home changes. The store's records cannot
+// prove a head older by exactly one snapshot (auth.CheckRollback): that
+// newest record looks like a snapshot whose commit crashed. The home
+// remembers more, for as long as it lives. Only a mark of the same store
+// is compared (a home moved to another store starts its count anew), and
+// a mark that cannot be read is left to the decision, which judges it
+// where it matters. Whoever writes the home can forge the mark, and so
+// refuse restores into it: no more than deleting the home's data does.
+func checkMark(o HomeOptions, head *repo.Head) error {
+	if head == nil {
+		return nil
+	}
+	mark, err := homemark.Read(o.Home)
+	if err != nil || mark == nil || mark.Store != o.Store.String() || mark.Seq <= head.Seq {
+		return nil
+	}
+	err = &BehindMarkError{Home: o.Home, Store: o.Store.String(), Head: head.Snapshot, HeadSeq: head.Seq, MarkSnapshot: mark.Snapshot, MarkSeq: mark.Seq}
+	if !o.AllowOlderHead {
+		return err
+	}
+	o.Log.Warn().Err(err).Msg("RESTORING FROM A HEAD OLDER THAN THIS HOME HAS SEEN, as overridden")
+	return nil
 }

@@ -548,23 +548,28 @@ func (rc *recovery) undoStep(s journalStep, tree, disp int) error {
 	return err
 }
 
+// undoMeta puts back a path's owner (as root), mode and times, on the
+// inode opened beneath the home. A symlink has no mode of its own: it
+// gets its owner and times. A path that is now a hard link (the home's
+// user replaced it since) is left alone, with a warning: changing it
+// could change a file outside the home.
 func (rc *recovery) undoMeta(s journalStep) error {
-	dir, base, err := homefs.Dir(rc.home).Parent(s.rel)
-	if err != nil {
-		return err
+	m := homefs.Meta{
+		Mode:  func(isDir bool) uint32 { return journalMode(s.mode, isDir) },
+		Times: []unix.Timespec{unix.NsecToTimespec(s.atime), unix.NsecToTimespec(s.mtime)},
 	}
-	defer dir.Close()
 	if rc.euid == 0 {
-		if err := dir.Chown(base, int(s.uid), int(s.gid)); err != nil {
-			return err
-		}
+		m.Owner = &homefs.Owner{UID: int(s.uid), GID: int(s.gid)}
 	}
-	// After chown, which clears setgid. A symlink (ELOOP: its parent is
-	// open already) has no mode of its own: it is left alone.
-	err = dir.ChmodFunc(base, func(isDir bool) uint32 { return journalMode(s.mode, isDir) })
-	if err != nil && !errors.Is(err, unix.ELOOP) {
-		return err
+	home := homefs.Dir(rc.home)
+	err := home.SetMeta(s.rel, m)
+	if errors.Is(err, unix.ELOOP) { // a symlink, or one on the way (refused again)
+		m.Mode = nil
+		err = home.SetMeta(s.rel, m)
 	}
-	ts := []unix.Timespec{unix.NsecToTimespec(s.atime), unix.NsecToTimespec(s.mtime)}
-	return dir.SetTimes(base, ts)
+	if errors.Is(err, homefs.ErrHardLinked) {
+		rc.log.Warn().Str("path", rc.abs(s.rel)).Err(err).Msg("left this path's owner, mode and times alone while undoing an interrupted restore: it is now a hard link")
+		return nil
+	}
+	return err
 }

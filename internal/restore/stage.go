@@ -154,6 +154,12 @@ func (s *stager) entry(e *archive.Entry) error {
 	case exists && !isDir && r.o.Delta && r.sameEntry(&st, e):
 		r.res.Unchanged++
 		return nil
+	case exists && !isDir && r.o.Delta && e.Type == archive.TypeFile && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Nlink > 1:
+		// Its metadata could be fixed only on an inode another name shares,
+		// maybe a file outside the home: the name is replaced instead
+		// (below), and the old one kept with what the restore displaces.
+		r.o.Log.Warn().Str("path", r.abs(e.Path)).Uint64("links", uint64(st.Nlink)).
+			Msg("replacing a hard-linked file by a fresh copy rather than changing an inode other names share")
 	case exists && !isDir && r.o.Delta && e.Type == archive.TypeFile && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size:
 		same, err := r.sameContent(e)
 		if err != nil {

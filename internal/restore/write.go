@@ -112,12 +112,18 @@ func (r *restorer) sameEntry(st *unix.Stat_t, e *archive.Entry) bool {
 	return false
 }
 
-// sameContent reports whether a home file's bytes hash to e's.
+// sameContent reports whether a home file's bytes hash to e's. A file
+// with another name (Nlink, on the opened descriptor) is never the same:
+// the commit would fix its metadata on an inode it shares.
 func (r *restorer) sameContent(e *archive.Entry) (bool, error) {
 	var st unix.Stat_t
 	fd, err := homefs.Dir(r.home).OpenRegular(e.Path, &st)
-	if err != nil || st.Size != e.Size {
+	if err != nil {
 		return false, nil // replaced below
+	}
+	if st.Size != e.Size || st.Nlink > 1 {
+		unix.Close(fd)
+		return false, nil
 	}
 	f := os.NewFile(uintptr(fd), r.abs(e.Path))
 	defer f.Close()

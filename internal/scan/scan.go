@@ -363,6 +363,7 @@ func FromStat(rel string, st *unix.Stat_t) *archive.Entry {
 		CTime: st.Ctim.Nano(),
 		Inode: st.Ino,
 		Dev:   uint64(st.Dev),
+		Links: uint32(st.Nlink), // uint16 on macOS
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:

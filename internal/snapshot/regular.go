@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -74,4 +75,46 @@ func (f *regularFile) changed() bool {
 		return true
 	}
 	return now.Size != f.st.Size || now.Mtim != f.st.Mtim || now.Ctim != f.st.Ctim
+}
+
+// linkGuard keeps a sidecar running as root from storing what the home's
+// user could not read. That user can link into the home any file of the
+// home's filesystem it can reach (where fs.protected_hardlinks=0, even
+// one it cannot read); stored, a root-only file would be handed to it by
+// the next restore with --chown. Jenkins makes no hard links, so a
+// regular file with more than one link is stored only when the home's
+// user owns it: the owner of the home directory or, where root owns that
+// (a volume given to the pod through fsGroup), any user but root. A
+// sidecar running as another uid reads only what that uid may read, and
+// stores every file.
+//
+// The walk's stat decides: a read stores only the inode the walk saw
+// (device and inode checked on the opened descriptor), and a link made to
+// that inode afterwards exposes nothing the home did not already hold.
+type linkGuard struct {
+	on      bool
+	homeUID uint32
+}
+
+func newLinkGuard(home homefs.Dir) (linkGuard, error) {
+	if os.Geteuid() != 0 {
+		return linkGuard{}, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(home.Fd(), &st); err != nil {
+		return linkGuard{}, fmt.Errorf("inspect the home: %w", err)
+	}
+	return linkGuard{on: true, homeUID: st.Uid}, nil
+}
+
+// refuses reports whether a regular file with links links, owned by uid,
+// is left out of the snapshot.
+func (g linkGuard) refuses(links, uid uint32) bool {
+	if !g.on || links <= 1 {
+		return false
+	}
+	if g.homeUID == 0 {
+		return uid == 0
+	}
+	return uid != g.homeUID
 }

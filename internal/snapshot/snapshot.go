@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -77,6 +78,9 @@ type Result struct {
 	Elapsed   time.Duration
 	// Journal says how the snapshot used Options.Journal (nil without one).
 	Journal *JournalUse
+	// LinkedLeftOut counts the hard-linked files of another owner a root
+	// sidecar left out (see linkGuard), each with a warning.
+	LinkedLeftOut int64
 }
 
 // Snapshot takes one snapshot of the selected paths of the home. Only the
@@ -199,9 +203,9 @@ func (s *snapshotter) markHome(id string, at time.Time) {
 	var err error
 	switch {
 	case !s.src.headTree():
-		err = homemark.Write(s.o.Home, &homemark.Mark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print})
+		err = homemark.Write(s.o.Home, &homemark.Mark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print, Seq: s.seq + 1})
 	case id != s.parentID:
-		_, err = homemark.Carry(s.o.Home, s.parentID, id, at)
+		_, err = homemark.Carry(s.o.Home, s.parentID, id, at, s.seq+1)
 	}
 	if err != nil {
 		s.o.Log.Warn().Err(err).Msg("could not mark the home with its snapshot; a restore into it will have to be forced")
@@ -307,6 +311,10 @@ type snapshotter struct {
 	// marked counts the entries recorded as changed while read, which the
 	// next snapshot must read again.
 	marked int64
+	// links says which hard-linked files are left out; linkedOut counts
+	// them.
+	links     linkGuard
+	linkedOut atomic.Int64
 }
 
 // item is one entry of a job; write means its header (and bytes) go into
@@ -348,6 +356,9 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 		return nil, err
 	}
 	defer s.home.Close()
+	if s.links, err = newLinkGuard(s.home); err != nil {
+		return nil, err
+	}
 	if s.comp, err = archive.NewCompressor(s.o.Level, s.o.Jobs); err != nil {
 		return nil, err
 	}
@@ -412,7 +423,7 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 		archiveUp.Abort(err)
 		return nil, err
 	}
-	res := &Result{ID: s.id, Parent: s.parentID, Deleted: cnt.deleted, Manifests: s.chain}
+	res := &Result{ID: s.id, Parent: s.parentID, Deleted: cnt.deleted, Manifests: s.chain, LinkedLeftOut: s.linkedOut.Load()}
 	if s.base == "" {
 		res.Manifests = []string{s.id}
 	}
@@ -613,6 +624,14 @@ func (s *snapshotter) openItem(it *item) (*regularFile, error) {
 	}
 	*e = *scan.FromStat(e.Path, &f.st)
 	return f, nil
+}
+
+// leaveLinkedOut reports a hard-linked file of another owner left out of
+// the snapshot (see linkGuard).
+func (s *snapshotter) leaveLinkedOut(rel string, links, uid uint32) {
+	s.linkedOut.Add(1)
+	s.o.Log.Warn().Str("path", rel).Uint32("links", links).Uint32("uid", uid).
+		Msg("left out of the snapshot: a file with other hard links, not owned by the home's user; a sidecar running as root stores only what that user could read (SECURITY.md)")
 }
 
 // replacedInFlight leaves out the bytes of a file replaced between the

@@ -60,6 +60,13 @@ func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jo
 				return err
 			}
 		}
+		if e.Type == archive.TypeFile && s.links.refuses(e.Links, uint32(e.UID)) {
+			// Left out as if absent (the parent's entry, if any, is gone);
+			// still part of the home a restore's walk fingerprints.
+			s.print.Add(e)
+			s.leaveLinkedOut(e.Path, e.Links, uint32(e.UID))
+			return nil
+		}
 		var prev, base *archive.Entry
 		if old.ok && old.path == e.Path {
 			prev, base = old.top, old.below
