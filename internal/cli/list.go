@@ -90,11 +90,12 @@ func list(ctx context.Context, a *AgeIdentity, raw store.Store, output string, s
 }
 
 // listStore returns what --list reads through, and which records it
-// marks unverified (nil: none). With a key, records are verified and the
-// head must pass as a restore's (tag, rollback); a record that fails, or
-// one rebuilt from a manifest's unverified header, is listed marked
-// rather than refused, so that the listing shows a store's pre-upgrade
-// history and a tampered one for what they are. Without a key, an
+// marks unverified (nil: none). With a key, records are verified and a
+// rolled-back head is refused as a restore refuses it; a record that
+// fails, or one rebuilt from a manifest's unverified header, is listed
+// marked rather than refused (all of them when the head itself fails), so
+// that the listing shows a store's pre-upgrade history and a tampered one
+// for what they are. Without a key, an
 // authenticated store is listed with everything marked; a plain store
 // without authentication has nothing to verify.
 func listStore(ctx context.Context, a *AgeIdentity, raw store.Store, log zerolog.Logger) (store.Store, func(*repo.Record) bool, error) {
@@ -106,19 +107,26 @@ func listStore(ctx context.Context, a *AgeIdentity, raw store.Store, log zerolog
 	if err != nil {
 		return nil, nil, err
 	}
+	all := func(*repo.Record) bool { return true }
 	if len(keys) == 0 {
 		m, _, err := repo.LoadMarker(ctx, raw)
 		if err != nil || m == nil || !m.Authenticated {
 			return raw, nil, err
 		}
 		log.Warn().Str("store", raw.String()).Msg("the store is authenticated and this command holds no key: nothing listed is verified (give it the age identity or the auth key file)")
-		return raw, func(*repo.Record) bool { return true }, nil
+		return raw, all, nil
 	}
 	strict, _, err := authenticated(ctx, a, ids, raw, false, log)
 	if err == nil {
 		err = checkRollback(ctx, a, strict, log)
 	}
-	if err != nil {
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		// The head (or its record) does not verify: a store from before
+		// authentication, or a planted head. Nothing reached from it is
+		// vouched for.
+		log.Warn().Err(err).Msg("the head does not verify: every snapshot listed is marked unverified")
+	} else if err != nil {
 		return nil, nil, err
 	}
 	var mu sync.Mutex
@@ -131,6 +139,9 @@ func listStore(ctx context.Context, a *AgeIdentity, raw store.Store, log zerolog
 			mu.Unlock()
 		}
 	}})
+	if ae != nil {
+		return marking, all, nil
+	}
 	return marking, func(r *repo.Record) bool {
 		mu.Lock()
 		defer mu.Unlock()
