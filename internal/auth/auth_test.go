@@ -263,3 +263,211 @@ func TestCheckRollback(t *testing.T) {
 		t.Errorf("a planted record: %v", err)
 	}
 }
+
+// TestNeverRetagsWhatItLetThrough: a record read without authentication
+// (Legacy's untagged, Allow's forged) is never tagged when written back:
+// without the override the write fails naming it, with it the record is
+// written as given, untagged. A record that verified is tagged again.
+func TestNeverRetagsWhatItLetThrough(t *testing.T) {
+	ctx := context.Background()
+	inner := newStore(t)
+	k := key(t, 1)
+	tagged := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k}})
+	rec := func(id, host string) []byte { return []byte(`{"id":"` + id + `","host":"` + host + `"}`) }
+	if err := tagged.Put(ctx, repo.RecordKey(id1), bytes.NewReader(rec(id1, "a"))); err != nil {
+		t.Fatal(err)
+	}
+	inner.Put(ctx, repo.RecordKey(id2), bytes.NewReader(rec(id2, "planted")))
+	var warned []error
+	for _, o := range []auth.Options{{Legacy: true}, {Allow: true}} {
+		o.Keys, o.Warn = []auth.Key{k}, func(err error) { warned = append(warned, err) }
+		st := auth.Wrap(inner, o)
+		for _, id := range []string{id1, id2} {
+			if _, _, err := st.Load(ctx, repo.RecordKey(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Put(ctx, repo.RecordKey(id1), bytes.NewReader(rec(id1, "b"))); err != nil {
+			t.Errorf("%+v: rewriting an authenticated record: %v", o, err)
+		}
+		err := st.Put(ctx, repo.RecordKey(id2), bytes.NewReader(rec(id2, "reparented")))
+		stored, _, _ := inner.Load(ctx, repo.RecordKey(id2))
+		if bytes.Contains(stored, []byte(`"macs"`)) {
+			t.Fatalf("%+v: a record read unauthenticated was tagged: %s", o, stored)
+		}
+		if o.Allow {
+			if err != nil || !bytes.Contains(stored, []byte("reparented")) {
+				t.Errorf("with the override: %v, stored %s", err, stored)
+			}
+		} else if !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), repo.RecordKey(id2)) || !strings.Contains(err.Error(), "--allow-unauthenticated") {
+			t.Errorf("without the override: %v, want ErrUnauthenticated naming the record and the override", err)
+		}
+	}
+	if _, _, err := tagged.Load(ctx, repo.RecordKey(id1)); err != nil {
+		t.Errorf("the authenticated record rewritten: %v", err)
+	}
+	if _, _, err := tagged.Load(ctx, repo.RecordKey(id2)); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Errorf("the planted record after both: %v, want still unauthenticated", err)
+	}
+}
+
+// TestStoresAreBound is issue 31 item 4 on the store layer: two stores
+// tagged with the same key have identities, and an object copied from
+// one into the other (a record, a head, a manifest layer with its tags)
+// is refused as forged, naming both identities. A store from before
+// identities (format 3) reads as before; Bind gives it one, after which
+// its own format 3 objects still verify and another store's do not, and
+// its old marker put back is refused while a bound record remains.
+func TestStoresAreBound(t *testing.T) {
+	ctx := context.Background()
+	k := key(t, 1)
+	newAuth := func(inner store.Store) *auth.Store { return auth.Wrap(inner, auth.Options{Keys: []auth.Key{k}}) }
+	rec := func(id string) []byte { return []byte(`{"id":"` + id + `","seq":1}`) }
+	manifest := []byte("a manifest layer's stored bytes")
+	fill := func(st store.Store, id string) {
+		t.Helper()
+		if err := st.Put(ctx, repo.RecordKey(id), bytes.NewReader(rec(id))); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, repo.ManifestKey(id), bytes.NewReader(manifest)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.CompareAndSwap(ctx, st, repo.HeadKey, []byte(`{"snapshot":"`+id+`","seq":1}`), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll := func(st store.Store, id string) error {
+		if _, _, err := repo.LoadHead(ctx, st); err != nil {
+			return err
+		}
+		if _, _, err := st.Load(ctx, repo.RecordKey(id)); err != nil {
+			return err
+		}
+		rc, err := st.Get(ctx, repo.ManifestKey(id), 0, -1)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		_, err = io.ReadAll(rc)
+		return err
+	}
+	copyAll := func(from, to store.Store, id string) {
+		for _, key := range []string{repo.HeadKey, repo.RecordKey(id), repo.ManifestKey(id), repo.ManifestMACKey(repo.ManifestKey(id))} {
+			data, _, err := from.Load(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			to.Put(ctx, key, bytes.NewReader(data))
+		}
+	}
+	markerID := func(inner store.Store) string {
+		m, _, err := repo.LoadMarker(ctx, inner)
+		if err != nil || m == nil {
+			t.Fatalf("marker: %+v %v", m, err)
+		}
+		return m.ID
+	}
+
+	// Two new stores, one key.
+	innerA, innerB := newStore(t), newStore(t)
+	a, b := newAuth(innerA), newAuth(innerB)
+	for _, st := range []store.Store{a, b} {
+		if err := repo.EnsureMarker(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.MarkAuthenticated(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idA, idB := markerID(innerA), markerID(innerB)
+	if !repo.IsStoreID(idA) || !repo.IsStoreID(idB) || idA == idB {
+		t.Fatalf("store identities %q and %q", idA, idB)
+	}
+	fill(a, id1)
+	fill(b, id2)
+	if err := readAll(newAuth(innerA), id1); err != nil {
+		t.Fatalf("a bound store's own objects: %v", err)
+	}
+	copyAll(innerB, innerA, id2)
+	for _, key := range []string{repo.HeadKey, repo.RecordKey(id2)} {
+		if _, _, err := newAuth(innerA).Load(ctx, key); !errors.Is(err, auth.ErrForged) || !strings.Contains(err.Error(), idB) || !strings.Contains(err.Error(), idA) {
+			t.Errorf("%s copied from another store: %v, want ErrForged naming both identities", key, err)
+		}
+	}
+	if _, err := newAuth(innerA).Get(ctx, repo.ManifestKey(id2), 0, -1); !errors.Is(err, auth.ErrForged) {
+		t.Errorf("a manifest layer copied from another store: %v, want ErrForged", err)
+	}
+
+	// A store from before identities: format 3, tags without one.
+	innerC := newStore(t)
+	put := func(inner store.Store, key, data string) { inner.Put(ctx, key, strings.NewReader(data)) }
+	legacyKey := func(inner store.Store, data string) {
+		// What a format 3 homesnap wrote: tags of the first domain.
+		put(inner, repo.MarkerKey, data)
+	}
+	legacyKey(innerC, `{"homesnap":3,"authenticated":true}`)
+	c := newAuth(innerC)
+	// Sign the format 3 marker the way format 3 did: the marker without
+	// an identity is signed under the first domain.
+	if _, err := repo.SaveMarker(ctx, c, &repo.Marker{Homesnap: 3, Authenticated: true}, versionOf(t, innerC)); err != nil {
+		t.Fatal(err)
+	}
+	fill(c, id3)
+	old, _, _ := innerC.Load(ctx, repo.MarkerKey)
+	if err := readAll(newAuth(innerC), id3); err != nil {
+		t.Fatalf("a format 3 store: %v", err)
+	}
+	// Another format 3 store with the same key, whose objects are spliced
+	// in after the binding.
+	innerD := newStore(t)
+	legacyKey(innerD, `{"homesnap":3,"authenticated":true}`)
+	d := newAuth(innerD)
+	if _, err := repo.SaveMarker(ctx, d, &repo.Marker{Homesnap: 3, Authenticated: true}, versionOf(t, innerD)); err != nil {
+		t.Fatal(err)
+	}
+	fill(d, id4)
+
+	bound, err := newAuth(innerC).Bind(ctx)
+	if err != nil || !bound {
+		t.Fatalf("bind: %v %v", bound, err)
+	}
+	m, _, _ := repo.LoadMarker(ctx, innerC)
+	if m.Homesnap != repo.FormatVersion || !repo.IsStoreID(m.ID) || len(m.LegacyTags) != 3 || !m.Authenticated {
+		t.Fatalf("marker after binding: %+v", m)
+	}
+	if again, err := newAuth(innerC).Bind(ctx); again || err != nil {
+		t.Errorf("binding a bound store: %v %v", again, err)
+	}
+	if err := readAll(newAuth(innerC), id3); err != nil {
+		t.Fatalf("a bound store's objects from before its identity: %v", err)
+	}
+	copyAll(innerD, innerC, id4)
+	if _, _, err := newAuth(innerC).Load(ctx, repo.RecordKey(id4)); !errors.Is(err, auth.ErrForged) || !strings.Contains(err.Error(), "before this store got its identity") {
+		t.Errorf("a format 3 record of another store after the binding: %v, want ErrForged", err)
+	}
+	if rc, err := newAuth(innerC).Get(ctx, repo.ManifestKey(id4), 0, -1); err == nil {
+		_, err = io.ReadAll(rc)
+		rc.Close()
+		if !errors.Is(err, auth.ErrForged) {
+			t.Errorf("a format 3 manifest layer of another store after the binding: %v, want ErrForged at its end", err)
+		}
+	}
+	// A new snapshot is tagged for the identity; then the old marker put
+	// back is refused.
+	if err := newAuth(innerC).Put(ctx, repo.RecordKey(id1), bytes.NewReader(rec(id1))); err != nil {
+		t.Fatal(err)
+	}
+	put(innerC, repo.MarkerKey, string(old))
+	if err := readAll(newAuth(innerC), id4); !errors.Is(err, auth.ErrForged) || !strings.Contains(err.Error(), "put back the marker") {
+		t.Errorf("the format 3 marker put back over a bound store: %v, want ErrForged", err)
+	}
+}
+
+func versionOf(t *testing.T, s store.Store) store.Version {
+	t.Helper()
+	_, v, err := s.Load(context.Background(), repo.MarkerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -77,11 +77,17 @@ func ParseKeyFile(data []byte, name string) (Key, error) {
 	return Derive("key-"+hex.EncodeToString(id), material), nil
 }
 
-// tag computes the MAC of an object under key; content is written by fill.
+// mac starts a MAC under k.
 func (k Key) mac() hash.Hash { return hmac.New(sha256.New, k.secret) }
 
-// domain starts every MAC input: the format and the object's key, so that
-// no tag verifies for another object.
-func domain(h hash.Hash, object string) {
-	fmt.Fprintf(h, "homesnap-auth-v1\x00%s\x00", object)
+// domain starts every MAC input, so that no tag verifies for another
+// object or in another store: the store's identity (repo.Marker.ID) and
+// the object's key. A store from before identities (format 3, id "")
+// has tags of the first form, which no tag of the second can equal.
+func domain(h hash.Hash, id, object string) {
+	if id == "" {
+		fmt.Fprintf(h, "homesnap-auth-v1\x00%s\x00", object)
+		return
+	}
+	fmt.Fprintf(h, "homesnap-auth-v2\x00%s\x00%s\x00", id, object)
 }

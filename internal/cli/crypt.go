@@ -180,8 +180,16 @@ func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zero
 	if err == nil && tagged {
 		// Marked before the first tagged snapshot commits: a reader holding
 		// a key refuses untagged snapshots anyway, and one holding none
-		// must learn that it needs one.
-		if err = repo.MarkAuthenticated(ctx, st); err == nil {
+		// must learn that it needs one. A store authenticated before
+		// stores had identities gets its identity first.
+		var bound bool
+		if bound, err = st.(*auth.Store).Bind(ctx); bound {
+			log.Info().Str("store", st.String()).Msg("the store has its identity now (format 4): objects copied from another store with the same key are refused; older releases refuse the store")
+		}
+		if err == nil {
+			err = repo.MarkAuthenticated(ctx, st)
+		}
+		if err == nil {
 			setup.Authenticated = true
 			log.Info().Strs("auth_keys", st.(*auth.Store).KeyIDs()).Msg("snapshots are authenticated")
 		}

@@ -82,8 +82,8 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	// the old keys and tagged anew with the new recipients' keys only, so
 	// that a restore holding just the new identity verifies it all.
 	tagged := st
-	if _, ok := st.(*auth.Store); ok {
-		tagged = auth.Wrap(auth.Unwrap(st), auth.Options{Keys: AuthKeys(fresh)})
+	if a, ok := st.(*auth.Store); ok {
+		tagged = a.Rekey(AuthKeys(fresh))
 	}
 	from := Wrap(st, nil, k.Identities, m.Recipients)
 	to := Wrap(tagged, k.Recipients, nil, fps)

@@ -16,8 +16,8 @@ import (
 func TestStoreOfAnotherFormatIsRefused(t *testing.T) {
 	home := buildHome(t, "", 0)
 	for _, c := range []struct{ marker, want string }{
-		{`{"homesnap":7}`, "format version 7; this homesnap supports versions 1 to 3"},
-		{"\x00\x01garbage", "supports format version 3"},
+		{`{"homesnap":7}`, "format version 7; this homesnap supports versions 1 to 4"},
+		{"\x00\x01garbage", "supports format version 4"},
 	} {
 		storeDir := t.TempDir()
 		os.WriteFile(filepath.Join(storeDir, "homesnap.json"), []byte(c.marker), 0o644)

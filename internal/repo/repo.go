@@ -48,7 +48,24 @@ const (
 // Version 3 stores may be authenticated (Marker.Authenticated): a version
 // 2 homesnap would write untagged heads and prune the tags of manifest
 // layers, so the marker moves to 3 when a store is first authenticated.
-const FormatVersion = 3
+// Version 4 stores have an identity (Marker.ID) that every tag covers, so
+// that objects copied from another store with the same key are refused;
+// a version 3 homesnap would find every such tag wrong. An authenticated
+// store moves to 4 when a writer holding its key gives it its identity
+// (auth.Store.Bind); any other store when it is next written.
+const FormatVersion = 4
+
+// NewStoreID makes a store's identity: 128 random bits.
+func NewStoreID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+var storeIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// IsStoreID tells an identity NewStoreID makes.
+func IsStoreID(id string) bool { return storeIDPattern.MatchString(id) }
 
 // Snapshot IDs sort by creation time and never change: a redeploy does not
 // renumber them.
@@ -82,6 +99,16 @@ type Marker struct {
 	// a bucket writer lacks (internal/auth); a reader holding no key
 	// refuses the store.
 	Authenticated bool `json:"authenticated,omitempty"`
+	// ID is the store's identity (format 4): random, made when the store
+	// is created or, for an authenticated store from before, when a
+	// writer holding its key binds it (auth.Store.Bind). Every tag covers
+	// it. Copying a whole store, this marker included, keeps it.
+	ID string `json:"id,omitempty"`
+	// LegacyTags are the tags (their first 32 hex digits) that the head,
+	// the records and the manifest layers carried when an authenticated
+	// store got its identity: those objects keep their format 3 tags,
+	// which no other object's tag may then use.
+	LegacyTags []string `json:"legacy_tags,omitempty"`
 }
 
 // EncryptionAge is the Marker's Encryption of an age-encrypted store.
@@ -174,6 +201,9 @@ func parseMarker(s store.Store, data []byte) (*Marker, error) {
 	if err := json.Unmarshal(data, &m); err != nil || m.Homesnap == 0 {
 		return nil, fmt.Errorf("%w: %s is not a homesnap store marker (%s): this homesnap supports format version %d; use a homesnap store, or restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), excerpt(data), FormatVersion)
 	}
+	if m.ID != "" && !IsStoreID(m.ID) {
+		return nil, fmt.Errorf("%w: %s names identity %q, which is not one homesnap makes: restore the marker from a backup of the bucket", ErrWrongStore, Name(s, MarkerKey), m.ID)
+	}
 	if m.Homesnap < 1 || m.Homesnap > FormatVersion {
 		return nil, fmt.Errorf("%w: %s says format version %d; this homesnap supports versions 1 to %d: upgrade homesnap to the release that wrote the store, or use another prefix (nothing was read or written)", ErrWrongStore, s, m.Homesnap, FormatVersion)
 	}
@@ -206,10 +236,14 @@ func LoadMarker(ctx context.Context, s store.Store) (*Marker, store.Version, err
 // SaveMarker writes the marker if it is still at version old ("" creates
 // it); it returns an error wrapping store.ErrPrecondition when another
 // writer changed it first. A new marker gets the current format; an
-// existing one keeps its own (see UpgradeMarker).
+// existing one keeps its own (see UpgradeMarker). A marker of format 4
+// without an identity gets one.
 func SaveMarker(ctx context.Context, s store.Store, m *Marker, old store.Version) (store.Version, error) {
 	if m.Homesnap == 0 {
 		m.Homesnap = FormatVersion
+	}
+	if m.Homesnap >= 4 && m.ID == "" {
+		m.ID = NewStoreID()
 	}
 	data, _ := json.Marshal(m)
 	return store.CompareAndSwap(ctx, s, MarkerKey, data, old)
@@ -220,7 +254,7 @@ func SaveMarker(ctx context.Context, s store.Store, m *Marker, old store.Version
 // older releases cannot read.
 func UpgradeMarker(ctx context.Context, s store.Store) error {
 	return updateMarker(ctx, s, func(m *Marker) bool {
-		if m.Homesnap >= FormatVersion {
+		if m.Homesnap >= FormatVersion || unbound(m) {
 			return false
 		}
 		m.Homesnap = FormatVersion
@@ -234,13 +268,17 @@ func UpgradeMarker(ctx context.Context, s store.Store) error {
 // once its first tagged snapshot is committed.
 func MarkAuthenticated(ctx context.Context, s store.Store) error {
 	return updateMarker(ctx, s, func(m *Marker) bool {
-		if m.Authenticated && m.Homesnap >= FormatVersion {
+		if m.Authenticated && m.Homesnap >= FormatVersion || unbound(m) {
 			return false
 		}
 		m.Homesnap, m.Authenticated = FormatVersion, true
 		return true
 	})
 }
+
+// unbound tells an authenticated store from before identities: only
+// auth.Store.Bind moves it to format 4, keeping what it tagged.
+func unbound(m *Marker) bool { return m.Authenticated && m.ID == "" }
 
 // updateMarker applies change to the marker (a new one if there is none)
 // and saves it by compare-and-swap, retrying a lost race twice; change

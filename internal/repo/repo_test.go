@@ -30,10 +30,11 @@ func put(t *testing.T, s store.Store, key, data string) {
 func TestMarkerOfAnotherFormatOrGarbageIsRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ marker, want string }{
-		{`{"homesnap":4}`, "format version 4; this homesnap supports versions 1 to 3: upgrade homesnap"},
+		{`{"homesnap":5}`, "format version 5; this homesnap supports versions 1 to 4: upgrade homesnap"},
+		{`{"homesnap":4,"id":"not-hex"}`, `names identity "not-hex"`},
 		{`{"homesnap":"x"}`, "not a homesnap store marker"},
 		{`garbage`, `"garbage"`},
-		{`{}`, "supports format version 3"},
+		{`{}`, "supports format version 4"},
 	} {
 		s := newStore(t)
 		put(t, s, repo.MarkerKey, c.marker)
