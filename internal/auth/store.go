@@ -206,7 +206,25 @@ func (s *Store) verifyJSON(ctx context.Context, key string, stored []byte) ([]by
 	if err := s.pass(err, false); err != nil {
 		return nil, err
 	}
+	if err != nil && key == repo.HeadKey {
+		data = untrusted(data)
+	}
 	return data, nil
+}
+
+// untrusted drops the commit count of a head let through unverified: the
+// next snapshot then trusts nothing from it but its ID (a full snapshot,
+// snapshot.Options.Authenticated), and the count starts anew rather than
+// from a number anyone could have written. A store written without a key
+// has counted all along.
+func untrusted(head []byte) []byte {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(head, &fields) != nil {
+		return head // repo.LoadHead names the damage
+	}
+	delete(fields, "seq")
+	out, _ := json.Marshal(fields)
+	return out
 }
 
 // taggedRecord returns the ID of a record that verifies, if any.
