@@ -49,6 +49,7 @@ type Sidecar struct {
 func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, once func(context.Context, snapshot.Options) (*snapshot.Result, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
 	m.Interval(cfg.Interval)
+	m.StoreAuthenticated(opts.Authenticated)
 	if cfg.Journal == "auto" {
 		opening := time.Now()
 		if j, err := snapshot.OpenJournal(opts.Home, opts.Selector, cfg.JournalVerify); err != nil {

@@ -33,6 +33,7 @@ type Metrics struct {
 	snapshots, failures       *prometheus.CounterVec
 	entries, changed, deleted prometheus.Gauge
 	archives, leaseHeld       prometheus.Gauge
+	authenticated             prometheus.Gauge
 	bytesRead, bytesStored    prometheus.Counter
 	storeOps, storeBytes      *prometheus.CounterVec
 	storeErrors               *prometheus.CounterVec
@@ -89,6 +90,7 @@ func New() *Metrics {
 	m.fallbacks = vec("journal_fallbacks_total", "Snapshots that walked the whole home although the change journal is on, by reason.", "reason")
 	m.journalWatches = gauge("journal_watches", "Inotify watches the change journal holds (each costs about 1 KiB of kernel memory; fs.inotify.max_user_watches bounds them).")
 	m.journalDifferences = counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored).")
+	m.authenticated = gauge("store_authenticated", "1 when the sidecar authenticates the store (an age identity or HOMESNAP_AUTH_KEY_FILE), 0 when anyone who can write to the bucket decides what a restore puts in the home.")
 	m.interval = gauge("snapshot_interval_seconds", "The sidecar's --interval: alerts measure lateness in intervals.")
 	f(m.duration)
 	f(collectors.NewGoCollector())
@@ -152,13 +154,18 @@ func (m *Metrics) Repacked(written int64, archives int) {
 // Interval records the sidecar's schedule.
 func (m *Metrics) Interval(d time.Duration) { m.interval.Set(d.Seconds()) }
 
+// StoreAuthenticated records whether the store's snapshots are tagged
+// and checked with a key.
+func (m *Metrics) StoreAuthenticated(yes bool) { m.authenticated.Set(one(yes)) }
+
 // LeaseHeld records whether this process holds the store's lease.
-func (m *Metrics) LeaseHeld(held bool) {
-	v := 0.0
-	if held {
-		v = 1
+func (m *Metrics) LeaseHeld(held bool) { m.leaseHeld.Set(one(held)) }
+
+func one(b bool) float64 {
+	if b {
+		return 1
 	}
-	m.leaseHeld.Set(v)
+	return 0
 }
 
 // Kind names the class of a failure for alerts.
