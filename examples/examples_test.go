@@ -7,6 +7,7 @@ package examples
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -245,6 +246,7 @@ func checkPod(t *testing.T, name string, spec *corev1.PodSpec, image string, con
 			t.Errorf("%s: %s must have a read-only root filesystem", name, c.Name)
 		}
 	}
+	checkStoreKey(t, name, restore, snap, jenkins, spec.Volumes)
 	listen := env(snap, "HOMESNAP_LISTEN")
 	_, port, _ := strings.Cut(listen, ":")
 	if port == "" {
@@ -269,6 +271,86 @@ func checkPod(t *testing.T, name string, spec *corev1.PodSpec, image string, con
 		t.Errorf("%s: final snapshot timeout %ds does not fit in the grace period %ds", name, final, grace)
 	}
 	return p
+}
+
+// checkStoreKey: the restore and the sidecar authenticate the store with
+// the same key from a Secret, and Jenkins, whose builds read what it can,
+// does not mount it. Without a key a bucket writer decides what the
+// restore puts in the home.
+func checkStoreKey(t *testing.T, name string, restore, snap, jenkins *corev1.Container, volumes []corev1.Volume) {
+	t.Helper()
+	rk, err := storeKey(restore, volumes)
+	if err != nil {
+		t.Errorf("%s: %s: %v", name, restore.Name, err)
+	}
+	sk, err := storeKey(snap, volumes)
+	if err != nil {
+		t.Errorf("%s: %s: %v", name, snap.Name, err)
+	}
+	if rk != sk {
+		t.Errorf("%s: the restore authenticates with %s, the sidecar with %s: a restore would refuse every snapshot", name, rk, sk)
+	}
+	secret, _, _ := strings.Cut(rk, "/")
+	for _, m := range jenkins.VolumeMounts {
+		for _, v := range volumes {
+			if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == secret {
+				t.Errorf("%s: Jenkins mounts the store's key (volume %s): every build could read it", name, v.Name)
+			}
+		}
+	}
+}
+
+// keyVariables are the ways a homesnap command takes the store's key:
+// a file, or a variable holding the file's content.
+var keyVariables = []struct{ file, content string }{
+	{"HOMESNAP_AUTH_KEY_FILE", "HOMESNAP_AUTH_KEY"},
+	{"HOMESNAP_AGE_IDENTITY_FILE", "HOMESNAP_AGE_IDENTITY"},
+}
+
+// storeKey returns the Secret and key ("secret/key") a container reads the
+// store's key from: a file in a mounted Secret volume, or a variable
+// taken from a Secret, never a value written in the manifest.
+func storeKey(c *corev1.Container, volumes []corev1.Volume) (string, error) {
+	for _, kv := range keyVariables {
+		for _, e := range c.Env {
+			switch {
+			case e.Name == kv.content && e.Value != "":
+				return "", fmt.Errorf("%s is written in the manifest: take it from a Secret", e.Name)
+			case e.Name == kv.content && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+				ref := e.ValueFrom.SecretKeyRef
+				if ref.Optional != nil && *ref.Optional {
+					return "", fmt.Errorf("%s comes from an optional Secret: without it the store would be unauthenticated", e.Name)
+				}
+				return ref.Name + "/" + ref.Key, nil
+			case e.Name == kv.file:
+				return secretFile(c, volumes, e)
+			}
+		}
+	}
+	return "", errors.New("no key (HOMESNAP_AUTH_KEY_FILE or HOMESNAP_AGE_IDENTITY_FILE from a Secret): the store is unauthenticated, and a bucket writer decides what a restore puts in the home")
+}
+
+// secretFile resolves a key file variable to the Secret volume it lies in.
+func secretFile(c *corev1.Container, volumes []corev1.Volume, e corev1.EnvVar) (string, error) {
+	for _, m := range c.VolumeMounts {
+		key, ok := strings.CutPrefix(e.Value, strings.TrimSuffix(m.MountPath, "/")+"/")
+		if !ok || strings.Contains(key, "/") {
+			continue
+		}
+		for _, v := range volumes {
+			switch {
+			case v.Name != m.Name:
+			case v.Secret == nil:
+				return "", fmt.Errorf("%s=%s is on volume %s, which is not a Secret", e.Name, e.Value, v.Name)
+			case v.Secret.Optional != nil && *v.Secret.Optional:
+				return "", fmt.Errorf("%s is on an optional Secret volume: without it the store would be unauthenticated", e.Name)
+			default:
+				return v.Secret.SecretName + "/" + key, nil
+			}
+		}
+		return "", fmt.Errorf("%s=%s: the pod has no volume %s", e.Name, e.Value, m.Name)
+	}
+	return "", fmt.Errorf("%s=%s is in no volume the container mounts", e.Name, e.Value)
 }
 
 // hasPort reports whether the container names port want as name.
@@ -318,7 +400,11 @@ func TestHelmValues(t *testing.T) {
 			PodLabels                     map[string]string           `json:"podLabels"`
 			CustomInitContainers          []corev1.Container          `json:"customInitContainers"`
 		} `json:"controller"`
-		Persistence    map[string]any `json:"persistence"`
+		Persistence struct {
+			Enabled bool            `json:"enabled"`
+			Size    string          `json:"size"`
+			Volumes []corev1.Volume `json:"volumes"` // the pod's, beside the chart's own
+		} `json:"persistence"`
 		ServiceAccount map[string]any `json:"serviceAccount"`
 	}
 	if err := yaml.UnmarshalStrict(data, &values); err != nil {
@@ -333,6 +419,7 @@ func TestHelmValues(t *testing.T) {
 		InitContainers:                c.CustomInitContainers,
 		TerminationGracePeriodSeconds: &c.TerminationGracePeriodSeconds,
 		SecurityContext:               &corev1.PodSecurityContext{RunAsUser: &uid, FSGroup: &c.FSGroup},
+		Volumes:                       values.Persistence.Volumes,
 		Containers: []corev1.Container{{
 			Name: "jenkins", Image: "jenkins/jenkins:lts", Resources: c.Resources,
 			Env:          []corev1.EnvVar{{Name: "JENKINS_HOME", Value: c.JenkinsHome}},
@@ -403,13 +490,17 @@ func TestComposeExample(t *testing.T) {
 			Environment map[string]string `json:"environment"`
 			Volumes     []string          `json:"volumes"`
 			DependsOn   any               `json:"depends_on"`
+			Secrets     []string          `json:"secrets"`
 		} `json:"services"`
+		Secrets map[string]struct {
+			File string `json:"file"`
+		} `json:"secrets"`
 	}
 	if err := yaml.Unmarshal(data, &compose); err != nil {
 		t.Fatalf("compose: %v", err)
 	}
 	version, user := dockerfile(t)
-	homes := map[string]bool{}
+	homes, keys := map[string]bool{}, map[string]bool{}
 	for name, s := range compose.Services {
 		for _, v := range s.Volumes {
 			if strings.HasSuffix(v, ":/var/jenkins_home") {
@@ -425,6 +516,24 @@ func TestComposeExample(t *testing.T) {
 		if s.Environment["HOMESNAP_STORE"] == "" || s.Environment["HOMESNAP_HOME"] != "/var/jenkins_home" {
 			t.Errorf("compose %s: store %q home %q", name, s.Environment["HOMESNAP_STORE"], s.Environment["HOMESNAP_HOME"])
 		}
+		// The store's key: a file the user generates, mounted as a secret.
+		key := ""
+		for _, kv := range keyVariables {
+			if s.Environment[kv.content] != "" {
+				t.Errorf("compose %s: %s is written in the file: mount it as a secret", name, kv.content)
+			}
+			if f := s.Environment[kv.file]; f != "" {
+				secret, _ := strings.CutPrefix(f, "/run/secrets/")
+				if !slices.Contains(s.Secrets, secret) || compose.Secrets[secret].File == "" {
+					t.Errorf("compose %s: %s=%s is not a secret from a file the service mounts", name, kv.file, f)
+				}
+				key = secret
+			}
+		}
+		if key == "" {
+			t.Errorf("compose %s: no key (HOMESNAP_AUTH_KEY_FILE or HOMESNAP_AGE_IDENTITY_FILE): the store is unauthenticated", name)
+		}
+		keys[key] = true
 	}
 	for _, want := range []string{"restore", "snapshot", "jenkins"} {
 		if _, ok := compose.Services[want]; !ok {
@@ -433,6 +542,12 @@ func TestComposeExample(t *testing.T) {
 	}
 	if len(homes) != 1 {
 		t.Errorf("compose: want one home volume shared by restore, snapshot and Jenkins, got %v", homes)
+	}
+	if len(keys) != 1 {
+		t.Errorf("compose: want one key shared by restore and snapshot, got %v", keys)
+	}
+	if _, ok := compose.Services["jenkins"]; ok && len(compose.Services["jenkins"].Secrets) > 0 {
+		t.Errorf("compose jenkins mounts %v: every build could read the store's key", compose.Services["jenkins"].Secrets)
 	}
 	// A bare `depends_on: [restore]` starts the service once the restore
 	// starts, not once it is done.

@@ -193,10 +193,33 @@ func TestOperatorExample(t *testing.T) {
 	if env(&jenkins, "HOMESNAP_ALLOW_EMPTY") != "true" {
 		t.Error("the restore lacks HOMESNAP_ALLOW_EMPTY=true: the first boot, on an empty store, would never start Jenkins")
 	}
+	// The store's authentication key: restore (in Jenkins' container) and
+	// the sidecar use the same one, from a Secret.
+	rk, err := storeKey(&jenkins, m.Volumes)
+	if err != nil {
+		t.Errorf("the restore in jenkins-master: %v", err)
+	}
+	if sk, err := storeKey(&snap, m.Volumes); err != nil {
+		t.Errorf("the sidecar: %v", err)
+	} else if sk != rk {
+		t.Errorf("the restore authenticates with %s, the sidecar with %s: a restore would refuse every snapshot", rk, sk)
+	}
+	for _, e := range jenkins.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			secretKeys = append(secretKeys, e.Name)
+		}
+	}
+	for _, vm := range jenkins.VolumeMounts {
+		for _, v := range m.Volumes {
+			if v.Name == vm.Name && v.Secret != nil {
+				t.Errorf("jenkins-master mounts Secret %s: every build could read it; give the restore a variable it unsets", v.Secret.SecretName)
+			}
+		}
+	}
 	for _, k := range secretKeys { // the store's keys stay out of the JVM
 		unset := regexp.MustCompile(`(?m)^\s*unset .*\b` + k + `\b`).FindStringIndex(script)
 		if unset == nil || unset[0] > initAt {
-			t.Errorf("jenkins-master does not unset %s (from Secret homesnap-store) before starting Jenkins", k)
+			t.Errorf("jenkins-master does not unset %s (from a Secret) before starting Jenkins", k)
 		}
 	}
 	deadline, err := time.ParseDuration(env(&jenkins, "HOMESNAP_TIMEOUT"))

@@ -431,7 +431,25 @@ func (s *Store) verifyJSON(ctx context.Context, key string, stored []byte) ([]by
 	if err := s.pass(err, false); err != nil {
 		return nil, err
 	}
+	if err != nil && key == repo.HeadKey {
+		data = untrusted(data)
+	}
 	return data, nil
+}
+
+// untrusted drops the commit count of a head let through unverified: the
+// next snapshot then trusts nothing from it but its ID (a full snapshot,
+// snapshot.Options.Authenticated), and the count starts anew rather than
+// from a number anyone could have written. A store written without a key
+// has counted all along.
+func untrusted(head []byte) []byte {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(head, &fields) != nil {
+		return head // repo.LoadHead names the damage
+	}
+	delete(fields, "seq")
+	out, _ := json.Marshal(fields)
+	return out
 }
 
 // taggedRecord returns the ID of a record that verifies, if any.
@@ -653,11 +671,16 @@ func (s *Store) verifyBytes(ctx context.Context, key string, data []byte) error 
 	return s.pass(err, true)
 }
 
-// Get verifies a whole manifest as it streams: its last Read returns the
-// verdict instead of io.EOF, so a reader that consumes it to the end (as
-// every manifest reader does, for the trailer) never acts on a forged
-// one's completion. Ranged reads (an age header, a manifest's header for a
-// partial record) pass unverified: nothing is restored from them.
+// Get verifies a whole manifest before it returns it: a reader stages the
+// files a manifest lists as it decodes them, so a forged one could fill
+// the disk up to the sizes it claims before a tag at its end is judged.
+// The tags cover the whole stored object: one of up to maxHeldManifest
+// bytes is held in memory from the read that verified it; a larger one is
+// read to its end for the verdict and then once more for the caller,
+// verified again as it streams (its last Read returns the verdict instead
+// of io.EOF, in case the object was replaced in between). Ranged reads
+// (an age header, a manifest's header for a partial record) pass
+// unverified: nothing is restored from them.
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	if len(s.o.Keys) == 0 || !repo.IsManifestKey(key) || offset != 0 || length >= 0 {
 		return s.inner.Get(ctx, key, offset, length)
@@ -676,7 +699,54 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 		}
 		return s.inner.Get(ctx, key, offset, length)
 	}
-	rc, err := s.inner.Get(ctx, key, offset, length)
+	v, err := s.verified(ctx, key, tags, id, legacy)
+	if err != nil {
+		return nil, err
+	}
+	held, large, err := hold(v)
+	if large {
+		_, err = io.Copy(io.Discard, v)
+	}
+	v.Close()
+	switch {
+	case err != nil:
+		return nil, err
+	case large:
+		return s.verified(ctx, key, tags, id, legacy)
+	}
+	return io.NopCloser(io.MultiReader(held...)), nil
+}
+
+// hold reads r to its end in blocks (no copy as it grows), unless it is
+// larger than maxHeldManifest.
+func hold(r io.Reader) (held []io.Reader, large bool, err error) {
+	const block = 1 << 20
+	for total := 0; ; {
+		b := make([]byte, block)
+		n, err := io.ReadFull(r, b)
+		total += n
+		if n > 0 {
+			held = append(held, bytes.NewReader(b[:n]))
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return held, false, nil
+		case err != nil:
+			return nil, false, err
+		case total > maxHeldManifest:
+			return nil, true, nil
+		}
+	}
+}
+
+// maxHeldManifest is the largest manifest layer Get holds in memory
+// rather than reading it twice: a full manifest of about 300,000 paths.
+const maxHeldManifest = 16 << 20
+
+// verified opens a whole manifest through its tags' MACs for the store
+// identity id.
+func (s *Store) verified(ctx context.Context, key string, tags map[string]string, id string, legacy map[string]bool) (*verifying, error) {
+	rc, err := s.inner.Get(ctx, key, 0, -1)
 	if err != nil {
 		return nil, err
 	}

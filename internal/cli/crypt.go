@@ -78,14 +78,17 @@ func authenticated(ctx context.Context, a *AgeIdentity, ids []age.Identity, st s
 		log.Warn().Str("store", st.String()).Msg("--allow-unauthenticated: objects that fail authentication are read anyway, each with a warning")
 	}
 	if len(keys) == 0 {
-		if legacy {
-			return st, false, nil
-		}
-		// An encrypted store refuses a reader without an identity anyway,
-		// naming the recipients it needs.
 		m, _, err := repo.LoadMarker(ctx, st)
-		if err != nil || m == nil || !m.Authenticated || m.Encryption != "" {
+		if err != nil {
 			return st, false, err
+		}
+		// An encrypted store refuses a command without an identity anyway,
+		// naming the recipients it needs.
+		if m == nil || (!m.Authenticated && m.Encryption == "") {
+			warnUnauthenticated(log, st)
+		}
+		if legacy || m == nil || !m.Authenticated || m.Encryption != "" {
+			return st, false, nil // a writer's needKey refuses an authenticated store
 		}
 		err = noKeyError{st.String(), "nothing it reads could be checked"}
 		if !a.AllowUnauthenticated {

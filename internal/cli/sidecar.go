@@ -50,6 +50,7 @@ type Sidecar struct {
 func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, once func(context.Context, snapshot.Options) (*snapshot.Result, error), l *lease.Lease, m *metrics.Metrics, log zerolog.Logger) error {
 	opts.Store = l.Fence(opts.Store) // m counts beneath it and the encryption
 	m.Interval(cfg.Interval)
+	m.StoreAuthenticated(opts.Authenticated)
 	var token func() ([]byte, error)
 	if cfg.Listen != "" && cfg.Listen != "off" {
 		var err error

@@ -33,6 +33,7 @@ type Metrics struct {
 	snapshots, failures       *prometheus.CounterVec
 	entries, changed, deleted prometheus.Gauge
 	archives, leaseHeld       prometheus.Gauge
+	authenticated             prometheus.Gauge
 	bytesRead, bytesStored    prometheus.Counter
 	storeOps, storeBytes      *prometheus.CounterVec
 	storeErrors               *prometheus.CounterVec
@@ -95,6 +96,7 @@ func New() *Metrics {
 	f(m.journalState)
 	m.journalDifferences = counter("journal_differences_total", "Paths a verification walk found otherwise than the change journal said (the walk's entries were stored).")
 	m.linkedLeftOut = counter("linked_left_out_total", "Hard-linked files of another owner than the home's user that a sidecar running as root left out of snapshots (each logged; SECURITY.md).")
+	m.authenticated = gauge("store_authenticated", "1 when the sidecar authenticates the store (an age identity or HOMESNAP_AUTH_KEY_FILE), 0 when anyone who can write to the bucket decides what a restore puts in the home.")
 	m.interval = gauge("snapshot_interval_seconds", "The sidecar's --interval: alerts measure lateness in intervals.")
 	f(m.duration)
 	f(collectors.NewGoCollector())
@@ -178,13 +180,18 @@ func (m *Metrics) JournalState(state string) {
 	}
 }
 
+// StoreAuthenticated records whether the store's snapshots are tagged
+// and checked with a key.
+func (m *Metrics) StoreAuthenticated(yes bool) { m.authenticated.Set(one(yes)) }
+
 // LeaseHeld records whether this process holds the store's lease.
-func (m *Metrics) LeaseHeld(held bool) {
-	v := 0.0
-	if held {
-		v = 1
+func (m *Metrics) LeaseHeld(held bool) { m.leaseHeld.Set(one(held)) }
+
+func one(b bool) float64 {
+	if b {
+		return 1
 	}
-	m.leaseHeld.Set(v)
+	return 0
 }
 
 // Kind names the class of a failure for alerts.

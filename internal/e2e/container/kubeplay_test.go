@@ -60,9 +60,10 @@ func needStandin(t *testing.T) {
 // the StatefulSet controller would create, for `podman kube play`. Only
 // what a cluster provides differently is replaced: the Jenkins image by
 // the stand-in, the released image by the one under test, the PVC or
-// emptyDir home by a host directory, and the store by a host directory
-// (HOMESNAP_STORE in the ConfigMap, mounted at /store).
-func examplePod(t *testing.T, file, name, home, store string) (pod, configMap []byte) {
+// emptyDir home by a host directory, the store by a host directory
+// (HOMESNAP_STORE in the ConfigMap, mounted at /store), and the Secret
+// volumes (the store's key) by the host directory secrets.
+func examplePod(t *testing.T, file, name, home, store, secrets string) (pod, configMap []byte) {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -75,8 +76,11 @@ func examplePod(t *testing.T, file, name, home, store string) (pod, configMap []
 	spec := set.Spec.Template.Spec
 	dirType := corev1.HostPathDirectory
 	for i := range spec.Volumes {
-		if spec.Volumes[i].Name == "jenkins-home" {
+		switch {
+		case spec.Volumes[i].Name == "jenkins-home":
 			spec.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: home, Type: &dirType}}
+		case spec.Volumes[i].Secret != nil:
+			spec.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: secrets, Type: &dirType}}
 		}
 	}
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "store",
@@ -139,10 +143,16 @@ func TestClassicSidecarExampleInKubePlay(t *testing.T) {
 	needImage(t)
 	needStandin(t)
 	store, dir := volume(t), t.TempDir()
+	// The Secret homesnap-auth, as homesnap-config.yaml says to make it.
+	secrets := t.TempDir()
+	os.Chmod(secrets, 0o755)
+	if err := os.WriteFile(filepath.Join(secrets, "auth.key"), []byte(strings.Repeat("7e", 32)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	play := func(round string, home string) string {
 		t.Helper()
 		name := fmt.Sprintf("homesnap-example-%d-%s", os.Getpid(), round)
-		pod, cm := examplePod(t, "../../../examples/kubernetes/jenkins-classic-sidecar.yaml", name, home, store)
+		pod, cm := examplePod(t, "../../../examples/kubernetes/jenkins-classic-sidecar.yaml", name, home, store, secrets)
 		podFile, cmFile := filepath.Join(dir, name+".yaml"), filepath.Join(dir, name+"-config.yaml")
 		if err := os.WriteFile(podFile, pod, 0o644); err != nil {
 			t.Fatal(err)
@@ -192,6 +202,9 @@ func TestClassicSidecarExampleInKubePlay(t *testing.T) {
 		}
 	}
 	ids := strings.Fields(logs(pod + "-homesnap-snapshot").stdout)
+	if marker, err := os.ReadFile(filepath.Join(store, "homesnap.json")); !strings.Contains(string(marker), `"authenticated":true`) {
+		t.Errorf("the example's store is not authenticated: homesnap.json %s (%v)", marker, err)
+	}
 	ended, _ := filepath.Glob(filepath.Join(first, "jobs/standin/builds/*/build.xml"))
 	if len(ids) < 2 || len(ended) != 1 {
 		t.Fatalf("want a snapshot at start and a final one, and the build Jenkins ended while stopping: snapshots %v, build.xml %v", ids, ended)
