@@ -304,7 +304,8 @@ EOF
 	cp "$ROOT/internal/e2e/container/testdata/jenkins-standin/Containerfile" "$ctx/standin/"
 	buildah bud -q --layers=false -t "$PAUSE_IMAGE" "$ctx/pause" >/dev/null
 	buildah bud -q --layers=false -t "$STANDIN" "$ctx/standin" >/dev/null
-	IMAGE=$IMAGE bash "$ROOT/scripts/image.sh" >/dev/null
+	IMAGE=$IMAGE bash "$ROOT/scripts/image.sh" >/dev/null 2>>"$STATE/logs/images.log" ||
+		die "scripts/image.sh failed (log: $STATE/logs/images.log)"
 	for name in "$PAUSE_IMAGE" "$STANDIN" "$IMAGE"; do
 		buildah push -q "$name" "docker-archive:$ctx/image.tar:$name" >/dev/null
 		ctr_ images import "$ctx/image.tar" >/dev/null
@@ -383,6 +384,7 @@ down() {
 	[ "$(id -u)" = 0 ] || die "down needs root"
 	local t0=$SECONDS p
 	for p in kubelet kube-scheduler kube-controller-manager kube-apiserver; do stop "$p"; done
+	log "control plane stopped after $((SECONDS - t0)) s"
 	# The pods' processes: kill their tasks through containerd, then
 	# whatever is left in the pods' cgroups (after a killed up, containerd
 	# may be gone while its shims and containers run on).
@@ -400,6 +402,7 @@ down() {
 		[ -d "$f" ] && find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null || true
 	done
 	stop etcd
+	log "processes stopped after $((SECONDS - t0)) s"
 	# Anything of ours still running (a crashed up's orphans): by pid.
 	ours | while read -r p _; do kill -9 "$p" 2>/dev/null || true; done
 	# Mounts under our dirs, deepest first (the kubelet's volumes and

@@ -25,6 +25,13 @@ export HOMESNAP_TEST_SERVERS=1
 goreleaser check
 goreleaser release --snapshot --clean
 
+# A real single-node Kubernetes (scripts/k8s.sh): built once into the tools
+# cache, up for the lifecycle tests (test/k8s), always taken down; each down
+# checks that the host is as up found it, and up and down run twice.
+bash scripts/k8s.sh build
+(trap 'bash scripts/k8s.sh down' EXIT; bash scripts/k8s.sh up && bash scripts/k8s.sh up && bash scripts/k8s.sh test)
+bash scripts/k8s.sh down
+
 # Last, so that go test closes the output.
 go vet ./...
 staticcheck ./... # the import layers are a test: internal/layers_test.go
