@@ -23,24 +23,32 @@ const Key = repo.LeaseKey
 
 // Holder names a writer for people: which pod, host and process.
 type Holder struct {
-	ID   string `json:"id"` // random per process: tells two holders on one host apart
-	Pod  string `json:"pod,omitempty"`
-	Host string `json:"host"`
-	PID  int    `json:"pid"`
+	ID  string `json:"id"` // random per process: tells two holders on one host apart
+	Pod string `json:"pod,omitempty"`
+	// Namespace: two StatefulSets named alike in two namespaces have pods
+	// of the same name (jenkins-0), each its container's pid 1.
+	Namespace string `json:"namespace,omitempty"`
+	Host      string `json:"host"`
+	PID       int    `json:"pid"`
 }
 
 func (h Holder) String() string {
 	name := h.Host
 	if h.Pod != "" {
 		name = h.Pod
+		if h.Namespace != "" {
+			name = h.Namespace + "/" + h.Pod
+		}
 	}
 	return fmt.Sprintf("%s (pid %d)", name, h.PID)
 }
 
-// Me describes this process; POD_NAME (the downward API) names the pod.
+// Me describes this process; POD_NAME and POD_NAMESPACE (the downward
+// API) name the pod.
 func Me() Holder {
 	host, _ := os.Hostname()
-	return Holder{ID: repo.NewID(time.Now()), Pod: os.Getenv("POD_NAME"), Host: host, PID: os.Getpid()}
+	return Holder{ID: repo.NewID(time.Now()), Pod: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE"),
+		Host: host, PID: os.Getpid()}
 }
 
 // record is the lease object's content.

@@ -34,11 +34,24 @@ func TestOneWriterTakeoverAndFencing(t *testing.T) {
 	c := &clock{now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}
 	a := New(st, Holder{ID: "a", Pod: "jenkins-0", Host: "node-1", PID: 7}, time.Minute, c.Now)
 	b := New(st, Holder{ID: "b", Pod: "jenkins-1", Host: "node-2", PID: 9}, time.Minute, c.Now)
+	// The same StatefulSet in another namespace: a pod of the same name,
+	// told apart by its namespace.
+	other := New(st, Holder{ID: "c", Pod: "jenkins-0", Namespace: "staging", Host: "jenkins-0", PID: 1}, time.Minute, c.Now)
+
+	if err := other.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var held *HeldError
+	if err := a.Acquire(ctx); !errors.As(err, &held) || !strings.Contains(err.Error(), "staging/jenkins-0 (pid 1)") {
+		t.Fatalf("a pod of the same name: %v, want the holder named with its namespace", err)
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := a.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var held *HeldError
 	if err := b.Acquire(ctx); !errors.As(err, &held) || held.Holder.Pod != "jenkins-0" || !strings.Contains(err.Error(), "jenkins-0 (pid 7)") {
 		t.Fatalf("second writer: %v, want it told who holds the lease", err)
 	}

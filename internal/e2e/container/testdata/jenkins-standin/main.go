@@ -1,7 +1,10 @@
 // Command jenkins-standin plays Jenkins in the container tests, where the
 // real image cannot be pulled: it answers on :8080, starts a build of a job
 // in $JENKINS_HOME when it starts, and records the build's end when it
-// stops (SIGTERM), as Jenkins writes build.xml while it shuts down.
+// stops (SIGTERM), as Jenkins writes build.xml while it shuts down. With
+// STANDIN_WRITE_EVERY (a Go duration) it also appends a line to the build's
+// log at that pace until SIGTERM, as a running build does (the Kubernetes
+// lifecycle tests, test/k8s, delete the pod mid-write).
 package main
 
 import (
@@ -11,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -40,7 +44,25 @@ func run() error {
 	srv := &http.Server{Addr: ":8080", ReadHeaderTimeout: 5 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "Jenkins stand-in") })}
 	go srv.ListenAndServe()
-	fmt.Println("jenkins-standin: up")
+	fmt.Println("jenkins-standin: up, build " + boot)
+	writes := 0
+	if every, err := time.ParseDuration(os.Getenv("STANDIN_WRITE_EVERY")); err == nil && every > 0 {
+		log, err := os.OpenFile(filepath.Join(os.Getenv("JENKINS_HOME"), "jobs/standin/builds", boot, "log"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		for tick := time.NewTicker(every); ctx.Err() == nil; {
+			select {
+			case <-tick.C:
+				writes++
+				if _, err := log.WriteString("step " + strconv.Itoa(writes) + "\n"); err != nil {
+					return err
+				}
+			case <-ctx.Done():
+			}
+		}
+	}
 	<-ctx.Done()
 	// Stop answering first, as Jenkins does, then end the build.
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -50,6 +72,6 @@ func run() error {
 	if err := write("jobs/standin/builds/"+boot+"/build.xml", "<build><result>ABORTED</result><stopped>"+time.Now().UTC().Format(time.RFC3339Nano)+"</stopped></build>\n"); err != nil {
 		return err
 	}
-	fmt.Println("jenkins-standin: stopped")
+	fmt.Printf("jenkins-standin: stopped after %d steps\n", writes)
 	return nil
 }
