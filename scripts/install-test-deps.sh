@@ -28,9 +28,9 @@ export GOFLAGS=-mod=mod
 
 log() { printf '== %s\n' "$*" >&2; }
 
-# link NAME VERSION FILE [AS]: bin/AS (default: FILE's base name) points
-# at FILE in $TOOLS/NAME/VERSION.
-link() { ln -sfn "$TOOLS/$1/$2/$3" "$BIN/${4:-${3##*/}}"; }
+# link NAME VERSION FILE: bin/ gets FILE of $TOOLS/NAME/VERSION, under its
+# base name.
+link() { ln -sfn "$TOOLS/$1/$2/$3" "$BIN/${3##*/}"; }
 
 # Go tools: NAME VERSION PACKAGE[:AS]... (PACKAGEs of one module, built by
 # one go install so that they share their dependencies' compiles; AS names
@@ -80,16 +80,11 @@ binary() {
   echo "$b"
 }
 
+# seaweedfs [BUILDFLAG...]: go build in SeaweedFS's module directory.
 seaweedfs() {
-  local dir=$TOOLS/seaweedfs/$SEAWEEDFS src
-  if [ ! -d "$dir" ]; then
-    log "building SeaweedFS $SEAWEEDFS"
-    src=$(go mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-    rm -rf "$dir.tmp"
-    (cd "$src" && go build -ldflags='-s -w' -o "$dir.tmp/weed" ./weed)
-    mv "$dir.tmp" "$dir"
-  fi
-  link seaweedfs "$SEAWEEDFS" weed
+  local src
+  src=$(go mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  (cd "$src" && go build "$@" ./weed)
 }
 
 # Debian: the packages that are missing, and promtool. A fresh machine may
@@ -143,16 +138,18 @@ azurite() {
 }
 
 # `go install -n` resolves and downloads every module a build needs without
-# compiling anything: run ahead of the builds, it keeps the network busy
-# while they keep the cores busy.
+# compiling anything: run ahead of the builds, all at once (fetching is
+# mostly waiting), it keeps the network busy while they keep the cores busy.
+# A failure here is the build's to report.
 prefetch() {
   local t p name version pkgs
   for t in "${gotools[@]}"; do
     read -r name version pkgs <<<"$t"
     [ ! -d "$TOOLS/$name/$version" ] || continue
-    for p in $pkgs; do go install -n "${p%%:*}@$version" >/dev/null 2>&1 || true; done
+    for p in $pkgs; do go install -n "${p%%:*}@$version" >/dev/null 2>&1 & done
   done
-  [ -d "$TOOLS/seaweedfs/$SEAWEEDFS" ] || go mod download "github.com/seaweedfs/seaweedfs@$SEAWEEDFS" || true
+  [ -d "$TOOLS/seaweedfs/$SEAWEEDFS" ] || seaweedfs -n >/dev/null 2>&1 &
+  wait
 }
 
 cd "$TOOLS" # module queries outside the project, so that they never touch its go.mod
@@ -166,7 +163,14 @@ for t in "${gotools[@]}"; do
   # shellcheck disable=SC2086 # word splitting is the point
   gotool $t
 done
-seaweedfs
+dir=$TOOLS/seaweedfs/$SEAWEEDFS
+if [ ! -d "$dir" ]; then
+  log "building SeaweedFS $SEAWEEDFS"
+  rm -rf "$dir.tmp"
+  seaweedfs -ldflags='-s -w' -o "$dir.tmp/weed"
+  mv "$dir.tmp" "$dir"
+fi
+link seaweedfs "$SEAWEEDFS" weed
 # Any failure stops here (set -e), one job at a time.
 wait "$prefetching"
 wait "$debian"
