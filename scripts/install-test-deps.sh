@@ -108,8 +108,9 @@ debian() {
 }
 
 # promtool from Debian's prometheus package, unpacked rather than installed
-# (the package would also set up a Prometheus server). Debian 12 has 2.42;
-# examples/monitoring's rules check and test alike under promtool 3.
+# (the package would also set up a Prometheus server). Debian 12 has 2.42:
+# examples/monitoring's rules pass `check rules` and `test rules` under it
+# as under the promtool 3 built here before.
 promtool_deb() {
   local v dir
   v=$(apt-cache policy prometheus 2>/dev/null | sed -n 's/^ *Candidate: //p')
