@@ -225,7 +225,8 @@ func TestHelpIsDocumented(t *testing.T) {
 	}
 	text := docs.String()
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "../cmd/restore", "../cmd/snapshot", "../cmd/prune")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "../cmd/restore", "../cmd/snapshot", "../cmd/prune")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the release: its compiles are reused
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

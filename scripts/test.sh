@@ -26,12 +26,16 @@ goreleaser check
 goreleaser release --snapshot --clean
 
 # Last, so that go test closes the output.
-go vet ./...
+# vet with -race: it compiles what it checks against just as go test -race
+# does, so go test reuses those compiles instead of vet making a second,
+# uninstrumented build (no homesnap file depends on the race build tag).
+go vet -race ./...
 staticcheck ./... # the import layers are a test: internal/layers_test.go
 # restore is the disaster-recovery command on an operator's laptop too:
 # it must build and vet for macOS (homefs's walk replaces openat2 there).
+# The flags are .goreleaser.yaml's, so that vet reuses its compiles.
 for arch in amd64 arm64; do
-	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go build -trimpath -o /dev/null ./cmd/restore # as .goreleaser.yaml: its compiles are reused
-	GOOS=darwin GOARCH=$arch go vet ./cmd/restore/... ./internal/homefs
+	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go build -trimpath -o /dev/null ./cmd/restore
+	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go vet -trimpath ./cmd/restore/... ./internal/homefs
 done
 go test -race -count=1 -timeout 30m "$@" ./...

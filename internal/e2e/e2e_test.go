@@ -24,7 +24,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Chmod(dir, 0o755)
-	build := exec.Command("go", "build", "-o", dir, "github.com/homesnap/homesnap/cmd/snapshot", "github.com/homesnap/homesnap/cmd/restore", "github.com/homesnap/homesnap/cmd/prune")
+	// Built as the release builds them (.goreleaser.yaml, scripts/image.sh):
+	// the binaries users run, and compiles the test command already made.
+	build := exec.Command("go", "build", "-trimpath", "-o", dir, "github.com/homesnap/homesnap/cmd/snapshot", "github.com/homesnap/homesnap/cmd/restore", "github.com/homesnap/homesnap/cmd/prune")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
