@@ -132,7 +132,9 @@ azurite() {
   if [ ! -d "$dir" ]; then
     log "npm install azurite@$AZURITE"
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    (cd "$dir.tmp" && npm install --silent --no-audit --no-fund "azurite@$AZURITE" >/dev/null)
+    # --prefix: without it npm installs into the nearest parent holding a
+    # package.json or node_modules (such as $TOOLS of an older layout).
+    npm install --prefix "$dir.tmp" --silent --no-audit --no-fund "azurite@$AZURITE" >/dev/null
     mv "$dir.tmp" "$dir"
   fi
   link azurite "$AZURITE" node_modules/.bin/azurite-blob
