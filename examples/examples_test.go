@@ -474,7 +474,7 @@ func developerOnly(name string) bool {
 			return true
 		}
 	}
-	return name == "HOMESNAP_CPUPROFILE" || name == "HOMESNAP_VULNDB_VERSION"
+	return name == "HOMESNAP_CPUPROFILE" || name == "HOMESNAP_VULNDB_VERSION" || name == "HOMESNAP_TOOLS"
 }
 
 func TestComposeExample(t *testing.T) {
