@@ -169,7 +169,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return reported{err}
 	}
-	cfg.Snapshot = snapshot // "" for an empty store: the decision says what that means
+	if cfg.Snapshot != "head" || !cfg.at.IsZero() { // the agent check compares "head" by name
+		cfg.Snapshot = snapshot // "" for an empty store: the decision says what that means
+	}
 	st = dec.Store
 	if cfg.CheckAgents {
 		return checkAgents(ctx, &cfg, st, stdout, log)

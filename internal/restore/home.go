@@ -257,7 +257,8 @@ func (e *BehindMarkError) Unwrap() error { return ErrBehindMark }
 // newest record looks like a snapshot whose commit crashed. The home
 // remembers more, for as long as it lives. Only a mark of the same store
 // is compared (a home moved to another store starts its count anew), and
-// a mark that cannot be read is left to the decision, which judges it
+// a head naming the snapshot the mark names is not behind it. A mark
+// that cannot be read is left to the decision, which judges it
 // where it matters. Whoever writes the home can forge the mark, and so
 // refuse restores into it: no more than deleting the home's data does.
 func checkMark(o HomeOptions, head *repo.Head) error {
@@ -265,7 +266,7 @@ func checkMark(o HomeOptions, head *repo.Head) error {
 		return nil
 	}
 	mark, err := homemark.Read(o.Home)
-	if err != nil || mark == nil || mark.Store != o.Store.String() || mark.Seq <= head.Seq {
+	if err != nil || mark == nil || mark.Store != o.Store.String() || mark.Seq <= head.Seq || mark.Snapshot == head.Snapshot {
 		return nil
 	}
 	err = &BehindMarkError{Home: o.Home, Store: o.Store.String(), Head: head.Snapshot, HeadSeq: head.Seq, MarkSnapshot: mark.Snapshot, MarkSeq: mark.Seq}
