@@ -89,6 +89,13 @@ func examplePod(t *testing.T, file, name, home, store, secrets string) (pod, con
 	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range list {
 			c := &list[i]
+			// podman 4.3 cannot resolve the downward API's namespace:
+			// give POD_NAMESPACE the value a kubelet would.
+			for j := range c.Env {
+				if f := c.Env[j].ValueFrom; f != nil && f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace" {
+					c.Env[j].ValueFrom, c.Env[j].Value = nil, "default"
+				}
+			}
 			switch {
 			case strings.HasPrefix(c.Image, "ghcr.io/homesnap/homesnap:"):
 				c.Image = image
