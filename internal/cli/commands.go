@@ -112,6 +112,7 @@ type snapshotConfig struct {
 	Level    string        `envconfig:"HOMESNAP_LEVEL" default:"fastest" flag:"level" desc:"zstd level: fastest, default, better or best"`
 	Force    bool          `envconfig:"HOMESNAP_FORCE" flag:"force" desc:"commit a snapshot even when nothing changed"`
 	Shrink   bool          `envconfig:"HOMESNAP_ALLOW_SHRINK" flag:"allow-shrink" desc:"commit even when over half the files or bytes, or secrets/ or nodes/, vanished since the last snapshot"`
+	Behind   bool          `envconfig:"HOMESNAP_ALLOW_BEHIND" flag:"allow-behind" desc:"commit even when the store's head is newer than anything the home has seen (another controller wrote since it was restored)"`
 	// ExcludeMasterKey keeps secrets/master.key out of the store (restore
 	// takes it from --master-key-file).
 	ExcludeMasterKey bool `envconfig:"HOMESNAP_EXCLUDE_MASTER_KEY" flag:"exclude-master-key" desc:"leave secrets/master.key out of the store; keep it in a Secret and give it to restore with --master-key-file"`
@@ -170,7 +171,7 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	opts := snapshot.Options{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
-		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, Recipients: enc.Recipients, Authenticated: enc.Authenticated}
+		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, AllowBehind: cfg.Behind, Recipients: enc.Recipients, Authenticated: enc.Authenticated}
 	// The agent-key guard reads the head's manifest: only a snapshot that
 	// is about to replace the head needs it.
 	opts.BeforeCommit = func(ctx context.Context) error {

@@ -24,6 +24,7 @@ var flagHints = []struct {
 	{is(store.ErrNoStore), "set --store or HOMESNAP_STORE (a directory, file:///path, s3://bucket/prefix, ...)"},
 	{is(snapshot.ErrEmpty), "pass --force if this is intended"},
 	{is(snapshot.ErrShrunk), "if the shrink is intended, pass --allow-shrink"},
+	{is(snapshot.ErrBehind), "if this home is to replace the head all the same, pass --allow-behind"},
 	{is(snapshot.ErrHeadExists), "or pass --import-onto-head to add it on top (the current head stays in the history as its parent)"},
 	{as[*restore.EmptyStoreError], "take one with `snapshot --once`, or pass --allow-empty for a first boot"},
 	{is(snapshot.ErrNotOperatorBackup), "extract it onto the home's volume and take `snapshot --once --home DIR`"},

@@ -62,14 +62,19 @@ func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, on
 	if err != nil {
 		return err
 	}
+	var own string // the snapshot this sidecar committed last: its home's, whatever the mark says
 	r := runner.New(runner.Options{
 		Lease:      l,
 		RenewEvery: cfg.LeaseTTL / 3,
 		OnLease:    m.LeaseHeld,
 		Take: func(ctx context.Context, trigger string, j *snapshot.Journal) (*snapshot.Result, error) {
 			o := opts
-			o.Trigger, o.Journal = trigger, j
-			return once(ctx, o)
+			o.Trigger, o.Journal, o.OwnCommitted = trigger, j, own
+			res, err := once(ctx, o)
+			if err == nil && !res.Unchanged {
+				own = res.ID
+			}
+			return res, err
 		},
 		OpenJournal:   openJournal,
 		Interval:      cfg.Interval,

@@ -199,6 +199,8 @@ func Kind(err error) string {
 	switch {
 	case errors.Is(err, snapshot.ErrShrunk):
 		return "shrink_refused"
+	case errors.Is(err, snapshot.ErrBehind):
+		return "home_behind"
 	case errors.Is(err, lease.ErrLost):
 		return "lease_lost"
 	case errors.Is(err, store.ErrPrecondition):

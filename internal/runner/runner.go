@@ -101,6 +101,7 @@ type Runner struct {
 	last        Attempt
 	started     time.Time
 	leaseErr    error // why the lease is not held; nil when held or unused
+	behind      error // a snapshot found the home behind the store: this runner writes no more
 
 	journal        *snapshot.Journal // nil until open
 	journalOpening bool
@@ -303,6 +304,12 @@ func (r *Runner) lease(ctx context.Context) bool {
 	if r.o.Lease == nil {
 		return true
 	}
+	r.mu.Lock()
+	stoodDown := r.behind != nil
+	r.mu.Unlock()
+	if stoodDown {
+		return false
+	}
 	err := r.o.Lease.Acquire(ctx)
 	r.mu.Lock()
 	was := r.leaseErr
@@ -340,6 +347,9 @@ func (r *Runner) attempt(ctx context.Context, trigger string) Attempt {
 	r.mu.Unlock()
 	a.Result, a.Err = r.o.Take(ctx, trigger, j)
 	a.End = r.o.Clock.Now()
+	if errors.Is(a.Err, snapshot.ErrBehind) {
+		r.standDown(ctx, a.Err)
+	}
 	r.mu.Lock()
 	r.last = a
 	if a.Err == nil {
@@ -352,6 +362,31 @@ func (r *Runner) attempt(ctx context.Context, trigger string) Attempt {
 	return a
 }
 
+// standDown stops this runner writing for good: another writer committed
+// to the store since its home last matched it, so every later snapshot
+// would replace that writer's work. It lets the lease go at once, so the
+// writer whose home is current takes it, and never takes it again; a
+// restart restores the home and starts over.
+func (r *Runner) standDown(ctx context.Context, err error) {
+	r.mu.Lock()
+	first := r.behind == nil
+	r.behind = err
+	r.mu.Unlock()
+	if !first {
+		return
+	}
+	r.o.Log.Error().Err(err).Msg("standing down: this sidecar takes no more snapshots; restart the pod to restore its home from the store")
+	if r.o.Lease == nil {
+		return
+	}
+	if err := r.o.Lease.Release(ctx); err != nil {
+		r.o.Log.Warn().Err(err).Msg("could not release the store's lease; the other writer waits for it to expire")
+	}
+	if r.o.OnLease != nil {
+		r.o.OnLease(false)
+	}
+}
+
 // Why the runner is not ready: a fixed set, because /readyz answers any
 // peer and an error's text names the home's paths, jobs and the store.
 // The log has the detail.
@@ -362,7 +397,8 @@ const (
 	LastFailed     = "last snapshot failed"
 	Overdue        = "snapshot overdue" // none succeeded within three intervals
 	NoSnapshotYet  = "no snapshot yet"
-	JournalOpening = "journal opening" // snapshots walk the whole home until it is open
+	JournalOpening = "journal opening"       // snapshots walk the whole home until it is open
+	Behind         = "home behind the store" // another writer committed since: stood down
 )
 
 // Status is what the probes report.
@@ -383,6 +419,8 @@ func (r *Runner) Status() Status {
 	now := r.o.Clock.Now()
 	var held *lease.HeldError
 	switch {
+	case r.behind != nil:
+		s.Ready, s.Reason, s.LastError = false, Behind, r.behind
 	case errors.As(r.leaseErr, &held) || errors.Is(r.leaseErr, lease.ErrLost):
 		s.Ready, s.Reason = false, NotWriter
 	case r.leaseErr != nil:

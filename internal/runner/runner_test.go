@@ -287,3 +287,38 @@ func grep(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// countingLease counts what the runner asks of the lease.
+type countingLease struct{ acquired, released atomic.Int32 }
+
+func (l *countingLease) Acquire(context.Context) error { l.acquired.Add(1); return nil }
+func (l *countingLease) Release(context.Context) error { l.released.Add(1); return nil }
+
+// A sidecar whose home is behind the store (another controller wrote
+// since) lets the lease go at once and never takes it again, so the
+// writer whose home is current gets it; readiness says why.
+func TestHomeBehindTheStoreStandsDown(t *testing.T) {
+	tk, l := &takes{calls: make(chan bool, 8)}, &countingLease{}
+	var held []bool
+	r := New(Options{Take: tk.take, Interval: time.Minute, Clock: newFakeClock(), Log: zerolog.Nop(), Lease: l,
+		OnLease: func(h bool) { held = append(held, h) }})
+	behind := error(&snapshot.BehindError{Home: "/var/jenkins_home", Head: "b", HeadSeq: 9, Mark: "a", MarkSeq: 4})
+	tk.err.Store(&behind)
+	r.attempt(context.Background(), repo.TriggerScheduled)
+	<-tk.calls
+	if l.released.Load() != 1 || len(held) == 0 || held[len(held)-1] {
+		t.Fatalf("after a home behind the store: %d releases, lease held %v; want it released", l.released.Load(), held)
+	}
+	acquired := l.acquired.Load()
+	tk.err.Store(nil)
+	for _, trigger := range []string{repo.TriggerScheduled, repo.TriggerOnDemand, repo.TriggerFinal} {
+		r.attempt(context.Background(), trigger)
+	}
+	r.lease(context.Background()) // as renew does
+	if l.acquired.Load() != acquired || len(tk.calls) != 0 {
+		t.Fatalf("after standing down: %d more acquisitions, %d more snapshots; want none", l.acquired.Load()-acquired, len(tk.calls))
+	}
+	if s := r.Status(); s.Ready || s.Reason != Behind || !errors.Is(s.LastError, snapshot.ErrBehind) {
+		t.Errorf("status %+v, want not ready: %q", s, Behind)
+	}
+}

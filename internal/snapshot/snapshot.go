@@ -62,6 +62,12 @@ type Options struct {
 	// Journal, when set, lets the snapshot re-walk only what changed since
 	// this process's previous snapshot (the sidecar's change journal).
 	Journal *Journal
+	// OwnCommitted is the snapshot this process committed last (the
+	// sidecar's): a head naming it is this home's, whatever its mark says.
+	OwnCommitted string
+	// AllowBehind commits over a head newer than anything the home has
+	// seen (ErrBehind).
+	AllowBehind bool
 }
 
 // Result describes a committed (or skipped) snapshot.
@@ -114,6 +120,9 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 		if err := repo.EnsureMarker(ctx, o.Store); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkBehind(&o, head); err != nil {
+		return nil, err
 	}
 	s := &snapshotter{o: o, src: src, writer: writer{st: o.Store, log: o.Log, recipients: o.Recipients, id: repo.NewID(start)}}
 	var parent *archive.ChainReader

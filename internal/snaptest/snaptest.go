@@ -190,6 +190,13 @@ func CopyDir(t testing.TB, from string) string {
 		if d.IsDir() {
 			return os.MkdirAll(filepath.Join(to, rel), 0o755)
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, filepath.Join(to, rel))
+		}
 		CopyFile(t, p, filepath.Join(to, rel))
 		return nil
 	})

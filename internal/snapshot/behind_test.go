@@ -1,0 +1,69 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/testhome"
+)
+
+// Two controllers on one store by mistake: the second was restored from
+// the head, the first wrote on. When the first stops and the second takes
+// over, a snapshot of the second's home would make its older state the
+// head; it is refused, naming both commits, and nothing is written.
+func TestSnapshotRefusesAHomeBehindTheHead(t *testing.T) {
+	first, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	base := snaptest.Snap(t, first, st)
+	second := snaptest.CopyDir(t, first) // its mark: equal to base, commit 1
+	third := snaptest.CopyDir(t, first)
+	testhome.Change(t, first)
+	newer := snaptest.Snap(t, first, st)
+	testhome.Change(t, second) // Jenkins on the second runs too
+
+	take := func(home string, set func(*snapshot.Options)) (*snapshot.Result, error) {
+		o := snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}
+		if set != nil {
+			set(&o)
+		}
+		return snapshot.Snapshot(context.Background(), o)
+	}
+	_, err := take(second, nil)
+	var behind *snapshot.BehindError
+	if !errors.As(err, &behind) || !errors.Is(err, snapshot.ErrBehind) || behind.Head != newer.ID || behind.HeadSeq != 2 || behind.Mark != base.ID || behind.MarkSeq != 1 {
+		t.Fatalf("snapshot of the home behind the head: %v, want a BehindError naming head %s (commit 2) and mark %s (commit 1)", err, newer.ID, base.ID)
+	}
+	if head, _, err := repo.LoadHead(context.Background(), st); err != nil || head.Snapshot != newer.ID {
+		t.Fatalf("the head moved to %+v (%v), want it left at %s", head, err, newer.ID)
+	}
+
+	// An operator's override, and the sidecar that committed the head
+	// itself (when its mark could not be written), go ahead.
+	if res, err := take(second, func(o *snapshot.Options) { o.AllowBehind = true }); err != nil || res.Parent != newer.ID {
+		t.Fatalf("with AllowBehind: %+v, %v", res, err)
+	}
+	head, _, err := repo.LoadHead(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testhome.Change(t, third)
+	if res, err := take(third, func(o *snapshot.Options) { o.OwnCommitted = head.Snapshot }); err != nil || res.Parent != head.Snapshot {
+		t.Fatalf("over its own commit: %+v, %v", res, err)
+	}
+}
+
+// The home the first controller keeps writing is never behind: each of
+// its snapshots moves its mark along with the head.
+func TestSnapshotsOfTheWriterAreNeverBehind(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	snaptest.Snap(t, home, st)
+	for range 3 {
+		testhome.Change(t, home)
+		snaptest.Snap(t, home, st)
+	}
+}
