@@ -287,6 +287,7 @@ EOF
 PAUSE_IMAGE=localhost/homesnap-k8s-pause:1
 IMAGE=localhost/homesnap:k8s
 STANDIN=localhost/jenkins-standin:k8s
+RELOADER=localhost/k8s-sidecar-standin:k8s
 images() {
 	local b=$STATE/buildah ctx name
 	mkdir -p "$b"
@@ -302,17 +303,21 @@ EOF
 	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$ctx/standin/jenkins-standin" ./internal/e2e/container/testdata/jenkins-standin)
 	printf 'FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"$ctx/pause/Containerfile"
 	cp "$ROOT/internal/e2e/container/testdata/jenkins-standin/Containerfile" "$ctx/standin/"
+	# kiwigrid/k8s-sidecar, which the Jenkins chart runs: the stand-in plays it.
+	mkdir -p "$ctx/reloader" && cp "$ctx/standin/jenkins-standin" "$ctx/reloader/k8s-sidecar"
+	printf 'FROM scratch\nCOPY k8s-sidecar /k8s-sidecar\nUSER 65534:65534\nENTRYPOINT ["/k8s-sidecar"]\n' >"$ctx/reloader/Containerfile"
 	buildah bud -q --layers=false -t "$PAUSE_IMAGE" "$ctx/pause" >/dev/null
 	buildah bud -q --layers=false -t "$STANDIN" "$ctx/standin" >/dev/null
+	buildah bud -q --layers=false -t "$RELOADER" "$ctx/reloader" >/dev/null
 	IMAGE=$IMAGE bash "$ROOT/scripts/image.sh" >/dev/null 2>>"$STATE/logs/images.log" ||
 		die "scripts/image.sh failed (log: $STATE/logs/images.log)"
-	for name in "$PAUSE_IMAGE" "$STANDIN" "$IMAGE"; do
+	for name in "$PAUSE_IMAGE" "$STANDIN" "$RELOADER" "$IMAGE"; do
 		buildah push -q "$name" "docker-archive:$ctx/image.tar:$name" >/dev/null
 		ctr_ images import "$ctx/image.tar" >/dev/null
 		rm -f "$ctx/image.tar"
 	done
 	rm -rf "$ctx"
-	log "imported $PAUSE_IMAGE $STANDIN $IMAGE"
+	log "imported $PAUSE_IMAGE $STANDIN $RELOADER $IMAGE"
 }
 
 up() {
@@ -465,7 +470,7 @@ test_() {
 	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$bin/" ./cmd/restore ./cmd/snapshot ./cmd/genhome)
 	(cd "$ROOT/test/k8s" && go vet ./... && go test -c -o "$bin/k8s.test" .)
 	cd "$ROOT/test/k8s"
-	HOMESNAP_K8S_STATE=$STATE HOMESNAP_K8S_BIN=$bin HOMESNAP_K8S_IMAGE=$IMAGE HOMESNAP_K8S_STANDIN=$STANDIN \
+	PATH=$TOOLS/bin:$PATH HOMESNAP_K8S_STATE=$STATE HOMESNAP_K8S_BIN=$bin HOMESNAP_K8S_IMAGE=$IMAGE HOMESNAP_K8S_STANDIN=$STANDIN HOMESNAP_K8S_RELOADER=$RELOADER \
 		innet "$bin/k8s.test" -test.v -test.count=1 -test.timeout=40m "$@"
 }
 

@@ -25,6 +25,16 @@ export HOMESNAP_TEST_SERVERS=1
 goreleaser check
 goreleaser release --snapshot --clean
 
+# A real single-node Kubernetes (scripts/k8s.sh): built once into the tools
+# cache; the lifecycle tests (test/k8s) run in it. Every down checks that
+# the host is as up found it: after an up killed midway, after up twice,
+# and down twice.
+bash scripts/k8s.sh build
+timeout -s KILL 15 bash scripts/k8s.sh up || true
+bash scripts/k8s.sh down
+(trap 'bash scripts/k8s.sh down' EXIT; bash scripts/k8s.sh up && bash scripts/k8s.sh up && bash scripts/k8s.sh test)
+bash scripts/k8s.sh down
+
 # Last, so that go test closes the output.
 # vet with -race: it compiles what it checks against just as go test -race
 # does, so go test reuses those compiles instead of vet making a second,

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -32,11 +35,13 @@ import (
 
 // env is what scripts/k8s.sh test hands the tests.
 type env struct {
-	state   string // the cluster's state directory (kubeconfig, volumes)
-	bin     string // restore, snapshot and genhome built for this host
-	image   string // the homesnap image under test, in containerd
-	standin string // the Jenkins stand-in image, in containerd
-	cs      *kubernetes.Clientset
+	state    string // the cluster's state directory (kubeconfig, volumes)
+	bin      string // restore, snapshot and genhome built for this host
+	image    string // the homesnap image under test, in containerd
+	standin  string // the Jenkins stand-in image, in containerd
+	reloader string // the stand-in for kiwigrid/k8s-sidecar (the Jenkins chart's config reload), in containerd
+	authKey  string // the store's authentication key, as homesnap-config.yaml says to make it
+	cs       *kubernetes.Clientset
 }
 
 const (
@@ -49,12 +54,13 @@ const (
 func cluster(t *testing.T) *env {
 	t.Helper()
 	e := &env{state: os.Getenv("HOMESNAP_K8S_STATE"), bin: os.Getenv("HOMESNAP_K8S_BIN"),
-		image: os.Getenv("HOMESNAP_K8S_IMAGE"), standin: os.Getenv("HOMESNAP_K8S_STANDIN")}
+		image: os.Getenv("HOMESNAP_K8S_IMAGE"), standin: os.Getenv("HOMESNAP_K8S_STANDIN"),
+		reloader: os.Getenv("HOMESNAP_K8S_RELOADER")}
 	if e.state == "" {
 		e.state = filepath.Join(os.TempDir(), "homesnap-k8s")
 	}
-	if e.bin == "" || e.image == "" || e.standin == "" {
-		t.Fatal("HOMESNAP_K8S_BIN, HOMESNAP_K8S_IMAGE or HOMESNAP_K8S_STANDIN unset: run these tests with scripts/k8s.sh test")
+	if e.bin == "" || e.image == "" || e.standin == "" || e.reloader == "" {
+		t.Fatal("HOMESNAP_K8S_BIN, _IMAGE, _STANDIN or _RELOADER unset: run these tests with scripts/k8s.sh test")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(e.state, "conf/admin.conf"))
 	if err != nil {
@@ -63,6 +69,13 @@ func cluster(t *testing.T) *env {
 	if e.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
+	// openssl rand -hex 32 > homesnap-auth.key, as homesnap-config.yaml says.
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	e.authKey = filepath.Join(t.TempDir(), "homesnap-auth.key")
+	must(t, os.WriteFile(e.authKey, []byte(hex.EncodeToString(key)+"\n"), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n, err := e.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
@@ -105,6 +118,7 @@ func (e *env) run(t *testing.T, name string, args ...string) (stdout string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd := exec.Command(filepath.Join(e.bin, name), args...)
+	cmd.Env = append(os.Environ(), "HOMESNAP_AUTH_KEY_FILE="+e.authKey) // the operator holds the key too
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), errb.String())
@@ -137,10 +151,9 @@ func (e *env) history(t *testing.T, store string) []record {
 // example is the project's manifests for one StatefulSet, as pasted, with
 // what a test cluster provides differently substituted.
 type example struct {
-	set       *appsv1.StatefulSet
-	services  []*corev1.Service
-	configMap *corev1.ConfigMap
-	account   *corev1.ServiceAccount
+	set      *appsv1.StatefulSet
+	services []*corev1.Service
+	account  *corev1.ServiceAccount
 }
 
 func decodeFile(t *testing.T, file string) [][]byte {
@@ -168,10 +181,9 @@ func stripComments(doc string) string {
 	return b.String()
 }
 
-// loadExample reads a StatefulSet example and the config and account every
-// example needs, and substitutes: the images (homesnap under test, the
-// Jenkins stand-in), the claim's storage class, and the store (a file store
-// on a hostPath volume at /store). standinEnv configures the stand-in.
+// loadExample reads a StatefulSet example and the account every example
+// needs, and substitutes what a test cluster provides differently: the
+// images, the claim's storage class and the store (substitute).
 func (e *env) loadExample(t *testing.T, file, store string, standinEnv ...corev1.EnvVar) *example {
 	t.Helper()
 	x := &example{}
@@ -192,40 +204,76 @@ func (e *env) loadExample(t *testing.T, file, store string, standinEnv ...corev1
 			t.Fatalf("%s: unexpected kind %q", file, meta.Kind)
 		}
 	}
-	x.configMap = &corev1.ConfigMap{}
-	must(t, yaml.UnmarshalStrict(decodeFile(t, examples+"homesnap-config.yaml")[0], x.configMap))
 	x.account = &corev1.ServiceAccount{}
 	must(t, yaml.UnmarshalStrict(decodeFile(t, examples+"serviceaccount.yaml")[0], x.account))
-	x.configMap.Data["HOMESNAP_STORE"] = "/store"
-
-	spec := &x.set.Spec.Template.Spec
-	dirType := corev1.HostPathDirectory
-	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "store",
-		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: store, Type: &dirType}}})
-	images := 0
-	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for i := range list {
-			c := &list[i]
-			switch {
-			case strings.HasPrefix(c.Image, "ghcr.io/homesnap/homesnap:"):
-				c.Image = e.image
-				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "store", MountPath: "/store"})
-				images++
-			case strings.HasPrefix(c.Image, "jenkins/jenkins:"):
-				c.Image = e.standin
-				c.Env = append(c.Env, standinEnv...)
-				images++
-			}
-		}
-	}
-	if images != 3 {
-		t.Fatalf("%s: found %d of the restore, snapshot and Jenkins images", file, images)
+	if n := e.substitute(t, &x.set.Spec.Template.Spec, store, standinEnv...); n != 3 {
+		t.Fatalf("%s: found %d of the restore, snapshot and Jenkins images, want 3", file, n)
 	}
 	sc := storageClass
 	for i := range x.set.Spec.VolumeClaimTemplates {
 		x.set.Spec.VolumeClaimTemplates[i].Spec.StorageClassName = &sc
 	}
 	return x
+}
+
+// Images as the manifests name them, wherever they are pulled from.
+var (
+	homesnapImage = regexp.MustCompile(`(^|/)homesnap/homesnap:`)
+	jenkinsImage  = regexp.MustCompile(`(^|/)jenkins/jenkins:`)
+	reloaderImage = regexp.MustCompile(`(^|/)kiwigrid/k8s-sidecar:`)
+)
+
+// substitute points a pod's containers at the images under test (homesnap,
+// the Jenkins stand-in configured by standinEnv, the k8s-sidecar
+// stand-in) and mounts the store (a file store on a hostPath volume at
+// /store) where homesnap runs; it returns how many homesnap and Jenkins
+// containers it found.
+func (e *env) substitute(t *testing.T, spec *corev1.PodSpec, store string, standinEnv ...corev1.EnvVar) int {
+	t.Helper()
+	dirType := corev1.HostPathDirectory
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "store",
+		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: store, Type: &dirType}}})
+	n := 0
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			switch {
+			case homesnapImage.MatchString(c.Image):
+				c.Image = e.image
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "store", MountPath: "/store"})
+				n++
+			case jenkinsImage.MatchString(c.Image):
+				c.Image = e.standin
+				c.ImagePullPolicy = corev1.PullNever // the chart says Always; nothing is pulled here
+				c.Env = append(c.Env, standinEnv...)
+				n++
+			case reloaderImage.MatchString(c.Image):
+				c.Image = e.reloader
+			default:
+				t.Fatalf("container %s: no stand-in for image %s", c.Name, c.Image)
+			}
+		}
+	}
+	return n
+}
+
+// config makes what every example expects beside it: the homesnap-auth
+// Secret (kubectl create secret generic homesnap-auth
+// --from-file=auth.key=homesnap-auth.key) and homesnap-config.yaml's
+// ConfigMap, its store pointed at /store.
+func (e *env) config(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	key, err := os.ReadFile(e.authKey)
+	must(t, err)
+	_, err = e.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "homesnap-auth"},
+		Data: map[string][]byte{"auth.key": key}}, metav1.CreateOptions{})
+	must(t, err)
+	cm := &corev1.ConfigMap{}
+	must(t, yaml.UnmarshalStrict(decodeFile(t, examples+"homesnap-config.yaml")[0], cm))
+	cm.Data["HOMESNAP_STORE"] = "/store"
+	_, err = e.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	must(t, err)
 }
 
 func must(t *testing.T, err error) {
@@ -235,15 +283,12 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// apply creates the example's objects in a fresh namespace; the namespace
-// goes when the test ends.
+// apply creates the example's objects in the test's namespace.
 func (e *env) apply(t *testing.T, ns string, x *example) {
 	t.Helper()
 	ctx := context.Background()
-	e.namespace(t, ns)
-	_, err := e.cs.CoreV1().ConfigMaps(ns).Create(ctx, x.configMap, metav1.CreateOptions{})
-	must(t, err)
-	_, err = e.cs.CoreV1().ServiceAccounts(ns).Create(ctx, x.account, metav1.CreateOptions{})
+	e.config(t, ns)
+	_, err := e.cs.CoreV1().ServiceAccounts(ns).Create(ctx, x.account, metav1.CreateOptions{})
 	must(t, err)
 	for _, s := range x.services {
 		_, err = e.cs.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{})
@@ -253,9 +298,33 @@ func (e *env) apply(t *testing.T, ns string, x *example) {
 	must(t, err)
 }
 
+// scale sets a StatefulSet's replicas, as kubectl scale does.
+func (e *env) scale(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	sc, err := e.cs.AppsV1().StatefulSets(ns).GetScale(ctx, name, metav1.GetOptions{})
+	must(t, err)
+	sc.Spec.Replicas = replicas
+	_, err = e.cs.AppsV1().StatefulSets(ns).UpdateScale(ctx, name, sc, metav1.UpdateOptions{})
+	must(t, err)
+}
+
+// deleteNamespace deletes a namespace and waits until it is gone (its
+// pods stopped, their final snapshots taken or refused).
+func (e *env) deleteNamespace(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	gone(t, "namespace "+ns, func() error {
+		return e.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	}, func() error { _, err := e.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); return err })
+}
+
+// namespace makes a fresh namespace, first of all (a previous run's goes
+// first, releasing its claims and volumes); it goes when the test ends.
 func (e *env) namespace(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
+	e.deleteNamespace(t, ns) // left by a run that was killed
 	_, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	must(t, err)
 	t.Cleanup(func() {
@@ -268,9 +337,10 @@ func (e *env) namespace(t *testing.T, ns string) {
 	})
 }
 
-// storageClass and persistentVolume: local volumes on this node, bound
-// when a pod needs one, as a cluster without a provisioner offers them.
-func (e *env) volume(t *testing.T, name, path string) {
+// volume makes a local volume on this node for one claim, as an admin of
+// a cluster without a provisioner does (reserved for the claim, so that
+// another test's claim cannot take it).
+func (e *env) volume(t *testing.T, name, path, ns, claim string) {
 	t.Helper()
 	ctx := context.Background()
 	mode := storagev1.VolumeBindingWaitForFirstConsumer
@@ -287,6 +357,7 @@ func (e *env) volume(t *testing.T, name, path string) {
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: claim},
 			StorageClassName:              storageClass,
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
@@ -294,9 +365,34 @@ func (e *env) volume(t *testing.T, name, path string) {
 			}}}},
 		},
 	}
+	gone(t, "volume "+name, func() error { // left by a run that was killed
+		return e.cs.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{})
+	}, func() error {
+		_, err := e.cs.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 	_, err = e.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	must(t, err)
 	t.Cleanup(func() { e.cs.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// gone deletes an object and waits until get says it is not found.
+func gone(t *testing.T, what string, del, get func() error) {
+	t.Helper()
+	if err := del(); apierrors.IsNotFound(err) {
+		return
+	} else if err != nil {
+		t.Fatalf("deleting the %s: %v", what, err)
+	}
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
+		err := get()
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %s is still there 3 minutes after its deletion (%v)", what, err)
+		}
+	}
 }
 
 // ---- pods ---------------------------------------------------------------
@@ -319,6 +415,20 @@ func (e *env) waitPod(t *testing.T, ns, name, what string, limit time.Duration, 
 			t.Fatalf("%s/%s: %s: not within %v; last seen:\n%s", ns, name, what, limit, podSummary(last))
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// podGone waits until the pod is deleted (its containers stopped).
+func (e *env) podGone(t *testing.T, ns string, p *corev1.Pod) {
+	t.Helper()
+	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(time.Second) {
+		q, err := e.cs.CoreV1().Pods(ns).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || err == nil && q.UID != p.UID {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%s not gone within 4 minutes:\n%s", ns, p.Name, podSummary(q))
+		}
 	}
 }
 

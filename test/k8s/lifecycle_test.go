@@ -32,54 +32,20 @@ var writing = corev1.EnvVar{Name: "STANDIN_WRITE_EVERY", Value: "200ms"}
 func TestNativeSidecarLifecycle(t *testing.T) {
 	e := cluster(t)
 	const ns, pod = "homesnap-native", "jenkins-0"
-	store := e.dir(t, ns, "store")
-	src := filepath.Join(e.dir(t, ns, "source"), "home")
-	e.run(t, "genhome", "-preset", "tiny", "-seed", "1", src)
-	chown(t, src) // as the Jenkins image leaves its home
-	seeded := strings.TrimSpace(e.run(t, "snapshot", "--once", "--home", src, "--store", store))
-	chown(t, store) // the sidecar (uid 1000) writes there next
-	homes := map[string]string{}
-	for _, n := range []string{"pv0", "pv1"} {
-		homes[ns+"-"+n] = e.dir(t, ns, n)
-		e.volume(t, ns+"-"+n, homes[ns+"-"+n])
-	}
-	// home is the host directory of the volume the pod's claim is bound to.
-	home := func() string {
-		c, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "jenkins-home-"+pod, metav1.GetOptions{})
-		must(t, err)
-		return homes[c.Spec.VolumeName]
-	}
-	e.apply(t, ns, e.loadExample(t, "jenkins-native-sidecar.yaml", store, writing))
+	s := e.newSite(t, ns, pod, "jenkins-home-"+pod) // the StatefulSet's volumeClaimTemplate
+	e.apply(t, ns, e.loadExample(t, "jenkins-native-sidecar.yaml", s.store, writing))
+	store, home := s.store, s.home
 
 	var current *corev1.Pod
 	ok := t.Run("first boot restores before Jenkins starts", func(t *testing.T) {
-		current = e.waitPod(t, ns, pod, "Jenkins ready", 5*time.Minute, "", jenkinsReady)
-		restore := status(current, "homesnap-restore").State.Terminated
-		started := status(current, "jenkins").State.Running
-		if restore == nil || restore.ExitCode != 0 || started == nil {
-			t.Fatalf("want the restore done (exit 0) and Jenkins running:\n%s", podSummary(current))
-		}
-		if started.StartedAt.Before(&restore.FinishedAt) {
-			t.Errorf("Jenkins started at %v, before the restore finished at %v", started.StartedAt, restore.FinishedAt)
-		}
-		done := entries(e.logs(t, ns, pod, "homesnap-restore", false), "restore complete")
-		up := find(e.logs(t, ns, pod, "jenkins", false), "jenkins-standin: up")
-		if len(done) != 1 || done[0].Decision != "restore" || done[0].Snapshot != seeded || up == nil {
-			t.Fatalf("want one complete restore of %s, then Jenkins up: %+v, %v", seeded, done, up)
-		}
-		if !up.At.After(done[0].At) {
-			t.Errorf("Jenkins printed it was up at %v, before the restore completed at %v", up.At, done[0].At)
-		}
-		t.Logf("restore complete %s, Jenkins up %s later", done[0].At.Format(time.RFC3339Nano), up.At.Sub(done[0].At))
-		sameFiles(t, "the restored home", selectedFiles(t, src, nil), selectedFiles(t, home(), nil))
-		checkAgents(t, e, home(), store)
+		current = s.firstBoot(t, nil)
 	})
 	if !ok {
 		return
 	}
 
 	ok = t.Run("pod deleted while Jenkins writes", func(t *testing.T) {
-		current = e.stopWhileWriting(t, ns, current, store, home, "nothing", func(p *corev1.Pod) error {
+		current = s.stopWhileWriting(t, current, "nothing", func(p *corev1.Pod) error {
 			return e.cs.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{})
 		})
 	})
@@ -88,7 +54,7 @@ func TestNativeSidecarLifecycle(t *testing.T) {
 	}
 
 	t.Run("pod evicted while Jenkins writes", func(t *testing.T) {
-		current = e.stopWhileWriting(t, ns, current, store, home, "nothing", func(p *corev1.Pod) error {
+		current = s.stopWhileWriting(t, current, "nothing", func(p *corev1.Pod) error {
 			return e.cs.PolicyV1().Evictions(ns).Evict(context.Background(),
 				&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns}})
 		})
@@ -130,7 +96,8 @@ func TestNativeSidecarLifecycle(t *testing.T) {
 
 	t.Run("two StatefulSets on one store", func(t *testing.T) {
 		const ns2 = "homesnap-second"
-		e.volume(t, ns2+"-pv0", e.dir(t, ns2, "pv0"))
+		e.namespace(t, ns2)
+		e.volume(t, ns2+"-pv0", e.dir(t, ns2, "pv0"), ns2, "jenkins-home-"+pod)
 		x := e.loadExample(t, "jenkins-native-sidecar.yaml", store, writing)
 		// Two pods asking for a core each do not fit a 2-core node: this
 		// one's Jenkins asks for less.
@@ -162,24 +129,148 @@ func TestNativeSidecarLifecycle(t *testing.T) {
 			t.Errorf("the second sidecar committed snapshots: %+v", c)
 		}
 		linear(t, e.history(t, store))
+
+		// The first controller is scaled down (maintenance): the second
+		// takes the lease, but its home is behind the store (the first
+		// wrote since the second was restored), so it stands down instead
+		// of making its older home the head.
+		e.scale(t, ns, "jenkins", 0)
+		e.podGone(t, ns, current)
+		head := last(e.history(t, store)) // the first controller's final snapshot
+		var down []entry
+		for deadline := time.Now().Add(4 * time.Minute); down == nil; time.Sleep(2 * time.Second) {
+			down = entries(e.logs(t, ns2, pod, "homesnap-snapshot", false), "standing down")
+			if down == nil && time.Now().After(deadline) {
+				t.Fatalf("the second sidecar did not stand down within 4 minutes:\n%s", texts(e.logs(t, ns2, pod, "homesnap-snapshot", false)))
+			}
+		}
+		t.Logf("the second sidecar: %s: %s", down[0].Message, down[0].Error)
+		if h := last(e.history(t, store)); h.ID != head.ID {
+			t.Fatalf("the head moved from %s to %s while the first controller was down", head.ID, h.ID)
+		}
+		if code, body := get(t, second, "/readyz"); code == http.StatusOK || !strings.Contains(body, "home behind the store") {
+			t.Errorf("the second sidecar's /readyz: %d %q, want not ready: home behind the store", code, body)
+		}
+		if got := metric(t, second, "homesnap_lease_held"); got != "0" {
+			t.Errorf("the second sidecar's homesnap_lease_held is %s after standing down, want 0", got)
+		}
+		// Back up, the first takes its store again and goes on from its head.
+		e.scale(t, ns, "jenkins", 1)
+		current = e.waitPod(t, ns, pod, "scaled up, Jenkins ready", 5*time.Minute, current.UID, jenkinsReady)
+		var commit []entry
+		for deadline := time.Now().Add(4 * time.Minute); commit == nil; time.Sleep(2 * time.Second) {
+			commit = entries(e.logs(t, ns, pod, "homesnap-snapshot", false), "snapshot committed")
+			if commit == nil && time.Now().After(deadline) {
+				t.Fatalf("the first controller's sidecar took no snapshot within 4 minutes:\n%s", texts(e.logs(t, ns, pod, "homesnap-snapshot", false)))
+			}
+		}
+		if commit[0].Parent != head.ID {
+			t.Errorf("the first controller's next snapshot %s has parent %s, want its own head %s", commit[0].Snapshot, commit[0].Parent, head.ID)
+		}
+		if c := entries(e.logs(t, ns2, pod, "homesnap-snapshot", false), "snapshot committed"); c != nil {
+			t.Errorf("the second sidecar committed snapshots: %+v", c)
+		}
+		linear(t, e.history(t, store))
+		e.deleteNamespace(t, ns2)
 	})
 
 	t.Run("volume lost", func(t *testing.T) {
-		old := home()
-		claim := "jenkins-home-" + pod
-		must(t, e.cs.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), claim, metav1.DeleteOptions{}))
-		next := e.stopWhileWriting(t, ns, current, store, home, "restore", func(p *corev1.Pod) error {
+		old := home(t)
+		// The claim goes (its volume is kept: Retain); an empty volume waits
+		// for the claim the StatefulSet makes for the next pod.
+		must(t, e.cs.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), s.claim, metav1.DeleteOptions{}))
+		s.newVolume(t, "pv1")
+		next := s.stopWhileWriting(t, current, "restore", func(p *corev1.Pod) error {
 			return e.cs.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{})
 		})
-		if home() == old {
+		if home(t) == old {
 			t.Fatalf("the new pod's claim is bound to the old volume %s", old)
 		}
 		boot := standinBuild(t, e.logs(t, ns, next.Name, "jenkins", false))
-		sameFiles(t, "the home on the new volume", selectedFiles(t, old, nil), selectedFiles(t, home(), func(rel string) bool {
+		sameFiles(t, "the home on the new volume", selectedFiles(t, old, nil), selectedFiles(t, home(t), func(rel string) bool {
 			return strings.HasPrefix(rel, "jobs/standin/builds/"+boot)
 		}))
-		checkAgents(t, e, home(), store)
+		checkAgents(t, e, home(t), store)
 	})
+}
+
+// site is one controller as a test deploys it: its namespace, a store
+// seeded from a generated home, and the local volumes its claim may bind.
+type site struct {
+	e                *env
+	ns, pod, claim   string
+	store, src, seed string            // the store, the home it was seeded from, that snapshot
+	homes            map[string]string // volume name: host directory
+}
+
+// newSite makes the namespace, seeds a store with a snapshot of a
+// generated home, and makes the first volume for the claim (none for a
+// home on an emptyDir).
+func (e *env) newSite(t *testing.T, ns, pod, claim string) *site {
+	t.Helper()
+	e.namespace(t, ns)
+	s := &site{e: e, ns: ns, pod: pod, claim: claim, homes: map[string]string{}}
+	s.store = e.dir(t, ns, "store")
+	s.src = filepath.Join(e.dir(t, ns, "source"), "home")
+	e.run(t, "genhome", "-preset", "tiny", "-seed", "1", s.src)
+	chown(t, s.src) // as the Jenkins image leaves its home
+	s.seed = strings.TrimSpace(e.run(t, "snapshot", "--once", "--home", s.src, "--store", s.store))
+	chown(t, s.store) // the sidecar (uid 1000) writes there next
+	if claim != "" {
+		s.newVolume(t, "pv0")
+	}
+	return s
+}
+
+func (s *site) newVolume(t *testing.T, n string) {
+	t.Helper()
+	name := s.ns + "-" + n
+	s.homes[name] = s.e.dir(t, s.ns, n)
+	s.e.volume(t, name, s.homes[name], s.ns, s.claim)
+}
+
+// home is the host directory of the volume the pod's claim is bound to,
+// or of the pod's emptyDir jenkins-home when the site has no claim.
+func (s *site) home(t *testing.T) string {
+	t.Helper()
+	if s.claim == "" {
+		p, err := s.e.cs.CoreV1().Pods(s.ns).Get(context.Background(), s.pod, metav1.GetOptions{})
+		must(t, err)
+		return filepath.Join(s.e.state, "kubelet/pods", string(p.UID), "volumes/kubernetes.io~empty-dir/jenkins-home")
+	}
+	c, err := s.e.cs.CoreV1().PersistentVolumeClaims(s.ns).Get(context.Background(), s.claim, metav1.GetOptions{})
+	must(t, err)
+	return s.homes[c.Spec.VolumeName]
+}
+
+// firstBoot waits for the first pod on an empty volume and checks that the
+// restore of the seeded snapshot completed before Jenkins started, by the
+// kubelet's account and by their own, byte-exact, with the agents' keys
+// in place. chartWrites are paths something else writes after the restore.
+func (s *site) firstBoot(t *testing.T, chartWrites func(rel string) bool) *corev1.Pod {
+	t.Helper()
+	e, ns, pod := s.e, s.ns, s.pod
+	p := e.waitPod(t, ns, pod, "Jenkins ready", 5*time.Minute, "", jenkinsReady)
+	restore := status(p, "homesnap-restore").State.Terminated
+	started := status(p, "jenkins").State.Running
+	if restore == nil || restore.ExitCode != 0 || started == nil {
+		t.Fatalf("want the restore done (exit 0) and Jenkins running:\n%s", podSummary(p))
+	}
+	if started.StartedAt.Before(&restore.FinishedAt) {
+		t.Errorf("Jenkins started at %v, before the restore finished at %v", started.StartedAt, restore.FinishedAt)
+	}
+	done := entries(e.logs(t, ns, pod, "homesnap-restore", false), "restore complete")
+	up := find(e.logs(t, ns, pod, "jenkins", false), "jenkins-standin: up")
+	if len(done) != 1 || done[0].Decision != "restore" || done[0].Snapshot != s.seed || up == nil {
+		t.Fatalf("want one complete restore of %s, then Jenkins up: %+v, %v", s.seed, done, up)
+	}
+	if !up.At.After(done[0].At) {
+		t.Errorf("Jenkins printed it was up at %v, before the restore completed at %v", up.At, done[0].At)
+	}
+	t.Logf("restore complete %s, Jenkins up %s later", done[0].At.Format(time.RFC3339Nano), up.At.Sub(done[0].At))
+	sameFiles(t, "the restored home", selectedFiles(t, s.src, chartWrites), selectedFiles(t, s.home(t), nil))
+	checkAgents(t, e, s.home(t), s.store)
+	return p
 }
 
 // stopWhileWriting stops the pod with stop while the stand-in writes and
@@ -187,11 +278,12 @@ func TestNativeSidecarLifecycle(t *testing.T) {
 // snapshot came after Jenkins' last write, within the grace period, and
 // holds it; the StatefulSet made a new pod, whose restore decided want
 // (without walking the home) from that final snapshot.
-func (e *env) stopWhileWriting(t *testing.T, ns string, p *corev1.Pod, store string, home func() string, want string, stop func(*corev1.Pod) error) *corev1.Pod {
+func (s *site) stopWhileWriting(t *testing.T, p *corev1.Pod, want string, stop func(*corev1.Pod) error) *corev1.Pod {
 	t.Helper()
+	e, ns, store, home := s.e, s.ns, s.store, s.home
 	p = e.waitPod(t, ns, p.Name, "Jenkins ready", 5*time.Minute, "", jenkinsReady)
 	boot := standinBuild(t, e.logs(t, ns, p.Name, "jenkins", false))
-	oldHome := home()
+	oldHome := home(t)
 	buildLog := filepath.Join(oldHome, "jobs/standin/builds", boot, "log")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		data, _ := os.ReadFile(buildLog)
@@ -210,12 +302,12 @@ func (e *env) stopWhileWriting(t *testing.T, ns string, p *corev1.Pod, store str
 	next := e.waitPod(t, ns, p.Name, "recreated, Jenkins ready", 5*time.Minute, p.UID, jenkinsReady)
 
 	// The kubelet's account: Jenkins stopped first, both cleanly.
-	j, s := status(gone, "jenkins").State.Terminated, status(gone, "homesnap-snapshot").State.Terminated
-	if j == nil || s == nil || j.ExitCode != 0 || s.ExitCode != 0 {
+	j, side := status(gone, "jenkins").State.Terminated, status(gone, "homesnap-snapshot").State.Terminated
+	if j == nil || side == nil || j.ExitCode != 0 || side.ExitCode != 0 {
 		t.Fatalf("want Jenkins and the sidecar terminated with exit 0:\n%s", podSummary(gone))
 	}
-	if s.FinishedAt.Before(&j.FinishedAt) {
-		t.Errorf("the sidecar finished at %v, before Jenkins at %v", s.FinishedAt, j.FinishedAt)
+	if side.FinishedAt.Before(&j.FinishedAt) {
+		t.Errorf("the sidecar finished at %v, before Jenkins at %v", side.FinishedAt, j.FinishedAt)
 	}
 	// Their own: Jenkins' last write, then the sidecar's final snapshot.
 	jl, sl := jenkinsOut.wait(t, time.Minute), sidecarOut.wait(t, time.Minute)
@@ -253,9 +345,12 @@ func (e *env) stopWhileWriting(t *testing.T, ns string, p *corev1.Pod, store str
 		t.Fatalf("the final snapshot lacks Jenkins' last writes: build.xml: %v; %d steps logged, %d written", err, strings.Count(string(logData), "step "), steps)
 	}
 	newBoot := standinBuild(t, e.logs(t, ns, next.Name, "jenkins", false))
-	sameFiles(t, "the final snapshot", selectedFiles(t, oldHome, func(rel string) bool {
-		return strings.HasPrefix(rel, "jobs/standin/builds/"+newBoot)
-	}), selectedFiles(t, snap, nil))
+	nextBuild := func(rel string) bool { return strings.HasPrefix(rel, "jobs/standin/builds/"+newBoot) }
+	if s.claim != "" {
+		sameFiles(t, "the final snapshot", selectedFiles(t, oldHome, nextBuild), selectedFiles(t, snap, nil))
+	} else { // the emptyDir went with the pod: the next pod's must hold the final snapshot
+		sameFiles(t, "the next pod's home", selectedFiles(t, snap, nil), selectedFiles(t, home(t), nextBuild))
+	}
 
 	// The next pod's restore decided from that snapshot, without walking.
 	var decided []entry
@@ -409,4 +504,26 @@ func metric(t *testing.T, p *corev1.Pod, name string) string {
 	}
 	t.Fatalf("%s: no %s in /metrics", p.Name, name)
 	return ""
+}
+
+// TestClassicSidecarLifecycle runs examples/kubernetes/jenkins-classic-sidecar.yaml
+// (clusters before native sidecars): the sidecar and Jenkins get SIGTERM
+// together, and the sidecar's final snapshot must still come after
+// Jenkins' last write, because it waits for Jenkins' port to close and
+// the home to go quiet.
+func TestClassicSidecarLifecycle(t *testing.T) {
+	e := cluster(t)
+	const ns, pod = "homesnap-classic", "jenkins-0"
+	s := e.newSite(t, ns, pod, "") // the example's home is an emptyDir
+	e.apply(t, ns, e.loadExample(t, "jenkins-classic-sidecar.yaml", s.store, writing))
+	var current *corev1.Pod
+	if !t.Run("first boot restores before Jenkins starts", func(t *testing.T) { current = s.firstBoot(t, nil) }) {
+		return
+	}
+	t.Run("pod deleted while Jenkins writes", func(t *testing.T) {
+		// A new emptyDir: the next pod restores the final snapshot in full.
+		s.stopWhileWriting(t, current, "restore", func(p *corev1.Pod) error {
+			return e.cs.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{})
+		})
+	})
 }

@@ -5,6 +5,13 @@
 // STANDIN_WRITE_EVERY (a Go duration) it also appends a line to the build's
 // log at that pace until SIGTERM, as a running build does (the Kubernetes
 // lifecycle tests, test/k8s, delete the pod mid-write).
+//
+// The Jenkins chart's pod runs two more programs, which the Kubernetes tests
+// render as the chart makes them: the chart's init container runs
+// `sh /var/jenkins_config/apply_config.sh` in the Jenkins image, and its
+// config-reload containers run kiwigrid/k8s-sidecar. Installed as /bin/sh in
+// the stand-in image and as the entry point of a k8s-sidecar stand-in, this
+// program plays those too, by the name it is run as.
 package main
 
 import (
@@ -20,10 +27,56 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	play := run
+	switch filepath.Base(os.Args[0]) {
+	case "sh":
+		play = chartInit
+	case "k8s-sidecar":
+		play = configReload
+	}
+	if err := play(); err != nil {
 		fmt.Fprintln(os.Stderr, "jenkins-standin:", err)
 		os.Exit(1)
 	}
+}
+
+// chartInit does to the home what the chart's apply_config.sh does (it runs
+// after homesnap's restore): it marks the setup wizard done and copies the
+// plugin list in. The plugins themselves are left out: nothing downloads.
+func chartInit() error {
+	if len(os.Args) != 2 {
+		return fmt.Errorf("sh: want one script, got %q", os.Args[1:])
+	}
+	if _, err := os.Stat(os.Args[1]); err != nil {
+		return fmt.Errorf("sh: the chart's script: %w", err)
+	}
+	plugins, err := os.ReadFile(filepath.Join(filepath.Dir(os.Args[1]), "plugins.txt"))
+	if err != nil {
+		return err
+	}
+	version := os.Getenv("JENKINS_VERSION") + "\n"
+	for rel, content := range map[string]string{"jenkins.install.UpgradeWizard.state": version,
+		"jenkins.install.InstallUtil.lastExecVersion": version, "plugins.txt": string(plugins)} {
+		if err := write(rel, content); err != nil {
+			return err
+		}
+	}
+	fmt.Println("jenkins-standin: chart init: finished initialization (" + os.Args[1] + ")")
+	return nil
+}
+
+// configReload plays kiwigrid/k8s-sidecar: METHOD=LIST (the init
+// container) lists once and ends; otherwise it watches until SIGTERM.
+func configReload() error {
+	if os.Getenv("METHOD") == "LIST" {
+		fmt.Println("jenkins-standin: k8s-sidecar: listed " + os.Getenv("FOLDER"))
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	fmt.Println("jenkins-standin: k8s-sidecar: watching " + os.Getenv("FOLDER"))
+	<-ctx.Done()
+	return nil
 }
 
 func write(rel, content string) error {
