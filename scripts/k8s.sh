@@ -77,7 +77,10 @@ build() {
 # off), and host paths it or containerd creates outside the configured dirs.
 SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
 	kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
-HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd /var/lib/cni /run/netns)
+HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd)
+# Shared with podman (which the test command runs meanwhile): only our
+# entries in them count, and they go if they were not there and are empty.
+SHARED_PATHS=(/var/lib/cni/results /var/lib/cni /run/netns)
 
 # hoststate prints, one fact a line, everything up may change on the host:
 # down compares it with what up recorded before its first change.
@@ -86,6 +89,7 @@ hoststate() {
 	for k in "${SYSCTLS[@]}"; do printf 'sysctl %s=%s\n' "$k" "$(sysctl -n "$k")"; done
 	for p in "${HOST_PATHS[@]}"; do [ -e "$p" ] && printf 'path %s\n' "$p"; done
 	[ -e "/run/netns/$NETNS" ] && printf 'netns %s\n' "$NETNS"
+	for p in /var/lib/cni/results/homesnap-k8s-*; do [ -e "$p" ] && printf 'cni %s\n' "$p"; done
 	for p in /sys/fs/cgroup/*/kubepods; do [ -d "$p" ] && printf 'cgroup %s\n' "$p"; done
 	# Mount points under our dirs (other mounts come and go with others' work).
 	while read -r m; do
@@ -330,7 +334,10 @@ up() {
 	local t0=$SECONDS
 	mkdir -p "$STATE/logs" "$STATE/prestate"
 	# What the host was before the first change; kept until a clean down.
-	[ -s "$STATE/prestate/host" ] || hoststate >"$STATE/prestate/host"
+	if [ ! -s "$STATE/prestate/host" ]; then
+		for p in "${SHARED_PATHS[@]}"; do [ -e "$p" ] && echo "$p"; done >"$STATE/prestate/shared"
+		hoststate >"$STATE/prestate/host"
+	fi
 	if [ ! -e "/run/netns/$NETNS" ]; then
 		ip netns add "$NETNS"
 		ip -n "$NETNS" link set lo up
@@ -430,16 +437,13 @@ down() {
 			grep -qx "cgroup $f" "$pre" || { [ -d "$f" ] && find "$f" -depth -type d -exec rmdir {} + 2>/dev/null || true; }
 		done
 		for f in "${HOST_PATHS[@]}"; do
-			grep -qx "path $f" "$pre" && continue
-			[ -e "$f" ] || continue
-			if [ "$f" = /run/netns ]; then # ip netns add made it a mount point; podman may use it too
-				rmdir "$f" 2>/dev/null || { umount "$f" 2>/dev/null && rmdir "$f" 2>/dev/null; } || true
-			elif [ "$f" = /var/lib/cni ]; then # the CNI cache: ours are named after our network
-				rm -f "$f"/results/homesnap-k8s-*
-				rmdir "$f/results" "$f" 2>/dev/null || true
-			else
-				rm -rf "$f"
-			fi
+			grep -qx "path $f" "$pre" || rm -rf "$f"
+		done
+		rm -f /var/lib/cni/results/homesnap-k8s-* # the CNI cache: ours are named after our network
+		for f in "${SHARED_PATHS[@]}"; do
+			grep -qx "$f" "$STATE/prestate/shared" 2>/dev/null && continue
+			[ "$f" = /run/netns ] && mountpoint -q "$f" && [ -z "$(ls -A "$f")" ] && { umount "$f" 2>/dev/null || true; } # ip netns add mounts it
+			rmdir "$f" 2>/dev/null || true # not if podman has something in it now
 		done
 	fi
 	# Our state but the logs.

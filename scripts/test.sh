@@ -10,8 +10,31 @@ export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older
 bash scripts/install-test-deps.sh
 export PATH="${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}/bin:$PATH"
 
-env_file=$(mktemp)
-trap 'bash scripts/stop-servers.sh >/dev/null 2>&1 || true; rm -f "$env_file"' EXIT
+env_file=$(mktemp) k8s_log=$(mktemp) k8s=
+cleanup() {
+	if [ -n "$k8s" ] && kill -0 "$k8s" 2>/dev/null; then
+		kill -- "-$k8s" 2>/dev/null || true
+		bash scripts/k8s.sh down >>"$k8s_log" 2>&1 || true
+		printf '\nThe Kubernetes lifecycle tests, stopped:\n' && tail -n 40 "$k8s_log"
+	fi
+	bash scripts/stop-servers.sh >/dev/null 2>&1 || true
+	rm -f "$env_file" "$k8s_log"
+}
+trap cleanup EXIT
+
+# A real single-node Kubernetes (scripts/k8s.sh), built once into the tools
+# cache, for the lifecycle tests (test/k8s). They mostly wait on pods, so
+# they run beside everything else (their own process group, their output in
+# a log shown when they end). Every down checks that the host is as up
+# found it: after an up killed midway, after up twice, and down twice.
+setsid bash -c '
+	set -e
+	bash scripts/k8s.sh build
+	timeout -s KILL 15 bash scripts/k8s.sh up || true
+	bash scripts/k8s.sh down
+	(trap "bash scripts/k8s.sh down" EXIT; bash scripts/k8s.sh up && bash scripts/k8s.sh up && bash scripts/k8s.sh test)
+	bash scripts/k8s.sh down' >"$k8s_log" 2>&1 </dev/null &
+k8s=$!
 bash scripts/start-servers.sh >"$env_file"
 # shellcheck disable=SC1090
 source "$env_file"
@@ -25,17 +48,7 @@ export HOMESNAP_TEST_SERVERS=1
 goreleaser check
 goreleaser release --snapshot --clean
 
-# A real single-node Kubernetes (scripts/k8s.sh): built once into the tools
-# cache; the lifecycle tests (test/k8s) run in it. Every down checks that
-# the host is as up found it: after an up killed midway, after up twice,
-# and down twice.
-bash scripts/k8s.sh build
-timeout -s KILL 15 bash scripts/k8s.sh up || true
-bash scripts/k8s.sh down
-(trap 'bash scripts/k8s.sh down' EXIT; bash scripts/k8s.sh up && bash scripts/k8s.sh up && bash scripts/k8s.sh test)
-bash scripts/k8s.sh down
-
-# Last, so that go test closes the output.
+# Last, so that go test closes the output (then the cluster's tests').
 # vet with -race: it compiles what it checks against just as go test -race
 # does, so go test reuses those compiles instead of vet making a second,
 # uninstrumented build (no homesnap file depends on the race build tag).
@@ -49,3 +62,9 @@ for arch in amd64 arm64; do
 	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go vet -trimpath ./cmd/restore/... ./internal/homefs
 done
 go test -race -count=1 -timeout 30m "$@" ./...
+
+status=0
+wait "$k8s" || status=$?
+k8s=
+printf '\nThe Kubernetes lifecycle tests (scripts/k8s.sh, test/k8s):\n' && cat "$k8s_log"
+[ "$status" = 0 ] || { echo "FAIL: the Kubernetes lifecycle tests (above)" >&2; exit "$status"; }
