@@ -149,6 +149,7 @@ func TestKubernetesExamplesWiring(t *testing.T) {
 	var native, classic int
 	for _, s := range sets {
 		p := checkPod(t, s.Name, &s.Spec.Template.Spec, image, config)
+		checkIdentityScope(t, s.Name, s.Spec.Template.Annotations, &s.Spec.Template.Spec, image)
 		if p.native {
 			native++
 		} else {
@@ -168,6 +169,24 @@ type pod struct{ native bool }
 // path, the homesnap containers run the released image as uid 1000 on a
 // read-only root, the probes hit the port the sidecar listens on, and the
 // grace period leaves room for the final snapshot.
+// checkIdentityScope: the workload identity webhooks of AKS and EKS give
+// the pod's cloud identity to every container they do not skip; only
+// homesnap's containers may have it, not Jenkins nor the builds on its
+// built-in node (GKE's metadata server cannot be scoped per container:
+// kubernetes.md says so).
+func checkIdentityScope(t *testing.T, name string, annotations map[string]string, spec *corev1.PodSpec, image string) {
+	t.Helper()
+	skips := map[string]string{"azure.workload.identity/skip-containers": ";", "eks.amazonaws.com/skip-containers": ","}
+	for key, sep := range skips {
+		skipped := strings.Split(annotations[key], sep)
+		for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+			if c.Image != image && !slices.Contains(skipped, c.Name) {
+				t.Errorf("%s: annotation %s does not skip container %s: it would act as the store's cloud identity", name, key, c.Name)
+			}
+		}
+	}
+}
+
 func checkPod(t *testing.T, name string, spec *corev1.PodSpec, image string, config map[string]string) pod {
 	t.Helper()
 	find := func(list []corev1.Container, cmd string) (int, *corev1.Container) {
@@ -393,8 +412,8 @@ func TestHelmValues(t *testing.T) {
 	var values struct {
 		Controller struct {
 			JenkinsHome                   string                      `json:"jenkinsHome"`
-			RunAsUser                     int64                       `json:"runAsUser"`
-			FSGroup                       int64                       `json:"fsGroup"`
+			PodSecurityContextOverride    corev1.PodSecurityContext   `json:"podSecurityContextOverride"`
+			PodAnnotations                map[string]string           `json:"podAnnotations"`
 			TerminationGracePeriodSeconds int64                       `json:"terminationGracePeriodSeconds"`
 			Resources                     corev1.ResourceRequirements `json:"resources"`
 			PodLabels                     map[string]string           `json:"podLabels"`
@@ -413,12 +432,11 @@ func TestHelmValues(t *testing.T) {
 	c := values.Controller
 	version, _ := dockerfile(t)
 	// The chart's pod: its home volume is "jenkins-home" at jenkinsHome,
-	// and Jenkins runs as controller.runAsUser with controller.fsGroup.
-	uid := c.RunAsUser
+	// and its security context is controller.podSecurityContextOverride.
 	spec := &corev1.PodSpec{
 		InitContainers:                c.CustomInitContainers,
 		TerminationGracePeriodSeconds: &c.TerminationGracePeriodSeconds,
-		SecurityContext:               &corev1.PodSecurityContext{RunAsUser: &uid, FSGroup: &c.FSGroup},
+		SecurityContext:               &c.PodSecurityContextOverride,
 		Volumes:                       values.Persistence.Volumes,
 		Containers: []corev1.Container{{
 			Name: "jenkins", Image: "jenkins/jenkins:lts", Resources: c.Resources,
@@ -618,7 +636,8 @@ func TestPermissions(t *testing.T) {
 			t.Error("IAM policy grants on every resource")
 		}
 	}
-	wantAll(t, "IAM policy", actions, "s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload")
+	wantAll(t, "IAM policy", actions, "s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload",
+		"kms:GenerateDataKey", "kms:Decrypt") // sse=aws:kms, which docs/limits.md recommends, needs both
 
 	var azure struct {
 		Actions, DataActions []string

@@ -97,6 +97,7 @@ func TestHelmChartRendersTheValues(t *testing.T) {
 	if home == "" {
 		t.Fatal("the chart's jenkins container does not mount jenkins-home")
 	}
+	checkIdentityScope(t, "helm template", set.Spec.Template.Annotations, spec, "ghcr.io/homesnap/homesnap:"+version)
 	if p := checkPod(t, "helm template", spec, "ghcr.io/homesnap/homesnap:"+version, map[string]string{"HOMESNAP_HOME": home}); !p.native {
 		t.Error("helm template: the snapshot is not a native sidecar")
 	}
