@@ -40,6 +40,10 @@ type Mark struct {
 	// store alone cannot prove old when it is older by exactly one
 	// snapshot. 0 (a mark from before it) checks nothing.
 	Seq int64 `json:"seq,omitempty"`
+	// Pending is the snapshot a sidecar was committing when it last wrote
+	// the mark: the head names it when the process stopped between moving
+	// the head and marking the home, and it is this home's all the same.
+	Pending string `json:"pending,omitempty"`
 }
 
 // Fingerprint summarises a home's selection from one stat walk: how many
@@ -188,8 +192,19 @@ func Carry(home, from, to string, at time.Time, seq int64) (bool, error) {
 	if err != nil || m == nil || m.Snapshot != from {
 		return false, err
 	}
-	m.Snapshot, m.Time, m.Seq = to, at, seq
+	m.Snapshot, m.Time, m.Seq, m.Pending = to, at, seq, ""
 	return true, Write(home, m)
+}
+
+// SetPending records in the home's mark, if it has one, that snapshot id
+// is about to become the head: see Mark.Pending.
+func SetPending(home, id string) error {
+	m, err := Read(home)
+	if err != nil || m == nil {
+		return err
+	}
+	m.Pending = id
+	return Write(home, m)
 }
 
 // Write replaces the home's mark atomically (temporary file in the

@@ -32,8 +32,9 @@ func (e *BehindError) Error() string {
 func (e *BehindError) Unwrap() error { return ErrBehind }
 
 // checkBehind refuses a snapshot over a head committed after anything the
-// home's mark has seen, unless the head is what this process committed
-// (its mark may have failed to write) or o.AllowBehind. A home without a
+// home's mark has seen, unless the head is this home's all the same (what
+// this process committed, or what the mark says was being committed when
+// a sidecar stopped before marking it) or o.AllowBehind. A home without a
 // mark of this store (never restored, or the mark unwritable) is not
 // checked: there is nothing to compare.
 func checkBehind(o *Options, head *repo.Head) error {
@@ -42,7 +43,7 @@ func checkBehind(o *Options, head *repo.Head) error {
 	}
 	mark, err := homemark.Read(o.Home)
 	if err != nil || mark == nil || mark.Store != o.Store.String() || mark.Seq == 0 ||
-		head.Seq <= mark.Seq || head.Snapshot == mark.Snapshot {
+		head.Seq <= mark.Seq || head.Snapshot == mark.Snapshot || head.Snapshot == mark.Pending {
 		return nil
 	}
 	return &BehindError{Home: o.Home, Head: head.Snapshot, HeadSeq: head.Seq, Mark: mark.Snapshot, MarkSeq: mark.Seq}

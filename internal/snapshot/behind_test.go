@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
@@ -65,5 +66,40 @@ func TestSnapshotsOfTheWriterAreNeverBehind(t *testing.T) {
 	for range 3 {
 		testhome.Change(t, home)
 		snaptest.Snap(t, home, st)
+	}
+}
+
+// A sidecar killed after moving the head and before marking the home: the
+// restarted one (which committed nothing yet) finds the head one commit
+// past the mark, but the mark says that commit was this home's.
+func TestSidecarKilledBeforeMarkingGoesOn(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	snaptest.Snap(t, home, st)
+	before, err := homemark.Read(home)
+	if err != nil || before == nil {
+		t.Fatalf("no mark after a snapshot: %v", err)
+	}
+	testhome.Change(t, home)
+	killed := snaptest.Snap(t, home, st)
+	if m, err := homemark.Read(home); err != nil || m.Pending != "" || m.Snapshot != killed.ID {
+		t.Fatalf("the mark after the commit: %+v %v, want %s and nothing pending", m, err, killed.ID)
+	}
+	// The mark as the killed process left it: the earlier one, the commit pending.
+	before.Pending = killed.ID
+	if err := homemark.Write(home, before); err != nil {
+		t.Fatal(err)
+	}
+	testhome.Change(t, home)
+	if res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}); err != nil || res.Parent != killed.ID {
+		t.Fatalf("after a kill between the head and the mark: %+v, %v; want a snapshot on top of %s", res, err, killed.ID)
+	}
+	// Without the pending commit, the same home is behind.
+	before.Pending = ""
+	if err := homemark.Write(home, before); err != nil {
+		t.Fatal(err)
+	}
+	testhome.Change(t, home)
+	if _, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}); !errors.Is(err, snapshot.ErrBehind) {
+		t.Fatalf("a mark two commits behind, nothing pending: %v, want ErrBehind", err)
 	}
 }

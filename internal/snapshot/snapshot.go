@@ -193,6 +193,9 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 		}
 		rec.Manifests, rec.DeltaLines = s.chain, below+res.Totals.Lines
 	}
+	if err := homemark.SetPending(o.Home, s.id); err != nil {
+		s.o.Log.Warn().Err(err).Msg("could not mark the home with the snapshot it commits")
+	}
 	if err := s.commit(ctx, rec, headVersion, start); err != nil {
 		return nil, err
 	}
