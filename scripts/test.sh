@@ -12,10 +12,12 @@ export PATH="${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}/bin:$PATH"
 
 env_file=$(mktemp) k8s_log=$(mktemp) k8s=
 cleanup() {
-	if [ -n "$k8s" ] && kill -0 "$k8s" 2>/dev/null; then
-		kill -- "-$k8s" 2>/dev/null || true
-		bash scripts/k8s.sh down >>"$k8s_log" 2>&1 || true
-		printf '\nThe Kubernetes lifecycle tests, stopped:\n' && tail -n 40 "$k8s_log"
+	if [ -n "$k8s" ]; then # something else failed first: stop the cluster's tests if they run, and show them
+		if kill -0 "$k8s" 2>/dev/null; then
+			kill -- "-$k8s" 2>/dev/null || true
+			bash scripts/k8s.sh down >>"$k8s_log" 2>&1 || true
+		fi
+		printf '\nThe Kubernetes lifecycle tests (scripts/k8s.sh, test/k8s), ended early or beside a failure:\n' && cat "$k8s_log"
 	fi
 	bash scripts/stop-servers.sh >/dev/null 2>&1 || true
 	rm -f "$env_file" "$k8s_log"
