@@ -110,14 +110,10 @@ func (s *Store) Rekey(keys []Key) *Store {
 	return &Store{inner: s.inner, o: Options{Keys: keys}, from: s}
 }
 
-// Unwrap returns the store beneath s (s itself when it is not a Store):
-// for reading what an object claims before deciding how to verify it.
-func Unwrap(s store.Store) store.Store {
-	if a, ok := s.(*Store); ok {
-		return a.inner
-	}
-	return s
-}
+// Unwrap returns the store s verifies: beneath it, what an object
+// claims is read before deciding how to verify it
+// (store.Beneath[*auth.Store]).
+func (s *Store) Unwrap() store.Store { return s.inner }
 
 // KeyIDs names the keys s holds.
 func (s *Store) KeyIDs() []string {

@@ -96,7 +96,7 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	if st, err = maintenanceStore(ctx, &cfg.AgeIdentity, st, cfg.DryRun, log); err != nil {
+	if st, err = maintenanceStack(ctx, &cfg.AgeIdentity, st, cfg.DryRun, log); err != nil {
 		return err
 	}
 	// Records are never encrypted and prune deletes the keys it lists, so

@@ -78,11 +78,12 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 			return nil, err
 		}
 	}
-	// In an authenticated store (st an auth.Store) everything is read with
-	// the old keys and tagged anew with the new recipients' keys only, so
-	// that a restore holding just the new identity verifies it all.
+	// In an authenticated store (an auth.Store in st's stack) everything
+	// is read with the old keys and tagged anew with the new recipients'
+	// keys only, so that a restore holding just the new identity verifies
+	// it all.
 	tagged := st
-	if a, ok := st.(*auth.Store); ok {
+	if a, ok := store.As[*auth.Store](st); ok {
 		tagged = a.Rekey(AuthKeys(fresh))
 	}
 	from := Wrap(st, nil, k.Identities, m.Recipients)
@@ -90,7 +91,7 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	check := Wrap(tagged, nil, fresh, fps)
 	// Objects from before authentication stay untagged: tagging them now
 	// would vouch for what nobody checked.
-	raw := auth.Unwrap(st)
+	raw := store.Beneath[*auth.Store](st)
 	rawFrom, rawTo, rawCheck := Wrap(raw, nil, k.Identities, m.Recipients), Wrap(raw, k.Recipients, nil, fps), Wrap(raw, nil, fresh, fps)
 	for _, key := range keys {
 		from, to, check := from, to, check

@@ -44,6 +44,9 @@ func Wrap(inner store.Store, recipients []age.Recipient, identities []age.Identi
 	return &Store{inner: inner, recipients: recipients, identities: identities, need: need, headers: map[string]*payload{}}
 }
 
+// Unwrap returns the store holding the encrypted objects.
+func (s *Store) Unwrap() store.Store { return s.inner }
+
 // NoIdentityError means none of the identities given can decrypt an object.
 type NoIdentityError struct {
 	Object string   // the store object (with its .age suffix)

@@ -223,6 +223,8 @@ type metered struct {
 	m *Metrics
 }
 
+func (s *metered) Unwrap() store.Store { return s.Store }
+
 func (s *metered) op(name string, err error) error {
 	s.m.storeOps.WithLabelValues(name).Inc()
 	if err != nil && !errors.Is(err, store.ErrNotExist) {

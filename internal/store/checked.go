@@ -24,6 +24,8 @@ func Checked(s Store) Store {
 
 type checked struct{ Store }
 
+func (c checked) Unwrap() Store { return c.Store }
+
 func (c checked) check(op, key string) error {
 	if err := CheckKey(key); err != nil {
 		return &Error{Op: op, Store: c.String(), Key: key, Err: err}
