@@ -241,7 +241,7 @@ func TestRangedRestoreFetchesFewBytes(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(target, "secrets/master.key")); len(got) != 256 {
 		t.Fatal("master.key not restored")
 	}
-	key := repo.ArchiveKey(first.ID) + repo.EncryptedSuffix
+	key := repo.EncryptedKey(repo.ArchiveKey(first.ID))
 	fi, err := os.Stat(filepath.Join(dir, key))
 	if err != nil {
 		t.Fatal(err)

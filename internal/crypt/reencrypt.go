@@ -10,7 +10,6 @@ import (
 	"hash"
 	"io"
 	"slices"
-	"strings"
 
 	"filippo.io/age"
 
@@ -64,19 +63,16 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	}
 	var keys []string
 	res := &ReencryptResult{}
-	for _, prefix := range repo.SnapshotPrefixes() {
-		err := st.List(ctx, prefix, func(o store.Object) error {
-			switch {
-			case strings.HasSuffix(o.Key, repo.EncryptedSuffix):
-				keys = append(keys, strings.TrimSuffix(o.Key, repo.EncryptedSuffix))
-			case repo.CarriesContent(o.Key): // records are plain by design
-				res.Plain++
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+	err = repo.ListObjects(ctx, st, func(o store.Object) error {
+		if key, ok := repo.PlainKey(o.Key); ok {
+			keys = append(keys, key)
+		} else if repo.CarriesContent(o.Key) { // records are plain by design
+			res.Plain++
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// In an authenticated store (an auth.Store in st's stack) everything
 	// is read with the old keys and tagged anew with the new recipients'
@@ -123,12 +119,10 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 // through to (tagged with the new keys).
 func retag(ctx context.Context, from, to store.Store) error {
 	var keys []string
-	if err := from.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
-		if repo.IsRecordKey(o.Key) {
-			keys = append(keys, o.Key)
-		}
+	if err := repo.List(ctx, from, func(h repo.Handle, _ store.Object) error {
+		keys = append(keys, h.Key())
 		return nil
-	}); err != nil {
+	}, repo.KindRecord); err != nil {
 		return err
 	}
 	for _, key := range keys {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"filippo.io/age"
@@ -20,7 +19,7 @@ import (
 // Store encrypts the objects that carry home content (repo.CarriesContent)
 // for its recipients and decrypts them with its identities; every other
 // object (marker, head) passes through unchanged. Callers use the plain
-// keys; the wrapped store holds key+".age".
+// keys; the wrapped store holds repo.EncryptedKey(key).
 type Store struct {
 	inner      store.Store
 	recipients []age.Recipient
@@ -67,7 +66,7 @@ func (e *NoIdentityError) Error() string {
 // corrupt snapshot, as a damaged plain archive is.
 var ErrTampered = fmt.Errorf("%w: failed authentication: the object is damaged or was tampered with", archive.ErrCorrupt)
 
-func (s *Store) stored(key string) string { return key + repo.EncryptedSuffix }
+func (s *Store) stored(key string) string { return repo.EncryptedKey(key) }
 
 func (s *Store) name(key string) string { return repo.Name(s.inner, s.stored(key)) }
 
@@ -154,7 +153,7 @@ func (n *namedReader) Close() error { return n.c.Close() }
 func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) error) error {
 	return s.inner.List(ctx, prefix, func(o store.Object) error {
 		if repo.CarriesContent(o.Key) {
-			o.Key = strings.TrimSuffix(o.Key, repo.EncryptedSuffix) // Size stays the stored size
+			o.Key, _ = repo.PlainKey(o.Key) // Size stays the stored size
 		}
 		return fn(o)
 	})

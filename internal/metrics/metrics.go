@@ -9,7 +9,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -236,7 +235,7 @@ func (s *metered) op(name string, err error) error {
 func (s *metered) Put(ctx context.Context, key string, r io.Reader) error {
 	c := &counting{r: r, c: s.m.storeBytes.WithLabelValues("out")}
 	err := s.Store.Put(ctx, key, c)
-	if err == nil && strings.HasPrefix(key, repo.ArchivePrefix) {
+	if h, ok := repo.ParseKey(key); err == nil && ok && h.Kind == repo.KindArchive {
 		s.m.bytesStored.Add(float64(c.n))
 	}
 	return s.op("put", err)
