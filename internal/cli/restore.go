@@ -178,11 +178,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if home == "" {
 		return usageError{errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME (or --target)")}
 	}
-	opts := restore.HomeOptions{
-		Options: restore.Options{
-			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
-			Include: cfg.Only, Exclude: cfg.Skip, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
-		},
+	opts := restore.Options{
+		Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
+		Include: cfg.Only, Exclude: cfg.Skip, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
 		Step: setStep, AllowOlderHead: cfg.AllowUnauthenticated,
 	}
 	if cfg.DryRun {
@@ -198,7 +196,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		progress = newProgress(cfg.Progress, "restore", stderr, log)
 		opts.Progress = progressOf(progress)
 	}
-	res, err := restore.RestoreHome(ctx, opts)
+	res, err := restore.Restore(ctx, opts)
 	if progress != nil {
 		progress.stop()
 	}
