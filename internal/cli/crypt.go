@@ -220,12 +220,15 @@ func reencrypt(ctx context.Context, a *AgeSnapshot, st store.Store, log zerolog.
 	return nil
 }
 
-// needKey refuses a command that writes to an authenticated plain store
-// without a key (why says what would go wrong), unless overridden; an
-// encrypted store refuses it for lack of an identity.
-func needKey(ctx context.Context, a *AgeIdentity, st store.Store, why string) error {
+// needKey refuses a command that writes to an authenticated store
+// without a key (why says what would go wrong), unless overridden. A
+// command that reads content (decrypting) is refused by an encrypted
+// store for lack of an identity, naming the recipients, so only a plain
+// store is checked for it; one that does not (prune) is checked whatever
+// the encryption, since the records it rewrites are plain either way.
+func needKey(ctx context.Context, a *AgeIdentity, st store.Store, why string, decrypts bool) error {
 	m, _, err := repo.LoadMarker(ctx, st)
-	if err != nil || m == nil || !m.Authenticated || m.Encryption != "" || a.AllowUnauthenticated {
+	if err != nil || m == nil || !m.Authenticated || decrypts && m.Encryption != "" || a.AllowUnauthenticated {
 		return err
 	}
 	return noKeyError{st.String(), why}

@@ -100,7 +100,8 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// Records are never encrypted and prune deletes the keys it lists, so
-	// an encrypted store needs no key here.
+	// an encrypted store needs no identity to be read here; one is needed
+	// to tag the records a prune rewrites (maintenanceStack).
 	var p *prune.Plan
 	var rp *maint.RepackResult
 	do := func(ctx context.Context, st store.Store) (err error) {

@@ -95,7 +95,7 @@ func snapshotStack(ctx context.Context, a *AgeSnapshot, st store.Store, m *metri
 	}
 	st, tagged, err := authenticated(ctx, &a.AgeIdentity, k.Identities, st, true, log)
 	if err == nil && !tagged {
-		err = needKey(ctx, &a.AgeIdentity, st, "snapshots written without it would be refused by every restore")
+		err = needKey(ctx, &a.AgeIdentity, st, "snapshots written without it would be refused by every restore", true)
 	}
 	if err != nil {
 		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
@@ -219,7 +219,7 @@ func maintenanceStack(ctx context.Context, a *AgeIdentity, st store.Store, dryRu
 	keyed := len(ids) > 0 || a.AuthKeyFile != "" || a.AuthKey != ""
 	ast, tagged, err := authenticated(ctx, a, ids, st, keyed, log)
 	if err == nil && !tagged && !dryRun {
-		err = needKey(ctx, a, st, "prune rewrites records")
+		err = needKey(ctx, a, st, "prune rewrites records", false)
 	}
 	if err != nil {
 		log.Error().Err(err).Str("store", st.String()).Msg("refused")

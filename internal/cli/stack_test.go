@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"filippo.io/age"
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
@@ -77,5 +79,49 @@ func TestStoresAreStackedInOrder(t *testing.T) {
 	}
 	if got, want := layers(maint), "*auth.Store > store.checked > *file.Store"; got != want {
 		t.Errorf("prune reads and rewrites records through %s, want %s", got, want)
+	}
+}
+
+// TestPruneWithoutIdentityLeavesAnEncryptedStoreAlone: an encrypted store
+// is authenticated with its age identities, and a prune without one would
+// rewrite the kept records untagged, which every restore then refuses (on
+// the old main it did: the init container's next restore failed). It is
+// refused before anything is deleted or written, as for a plain
+// authenticated store without its key; a dry run, which writes nothing,
+// still runs.
+func TestPruneWithoutIdentityLeavesAnEncryptedStoreAlone(t *testing.T) {
+	ctx := context.Background()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := filepath.Join(t.TempDir(), "age.key")
+	if err := os.WriteFile(identity, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir, home := t.TempDir(), snaptest.NewHome(t)
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(home, "jobs", "changed.xml"), []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := Snapshot(ctx, []string{"--once", "--home", home, "--store", dir, "--age-identity-file", identity, "--log-level", "error"}, io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := snaptest.All(t, dir)
+	var out strings.Builder
+	if err := Prune(ctx, []string{"--store", dir, "--keep-last", "1", "--dry-run", "--log-level", "error"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "would delete") {
+		t.Fatalf("dry run without the identity: %v, %q", err, out.String())
+	}
+	err = Prune(ctx, []string{"--store", dir, "--keep-last", "1", "--log-level", "error"}, io.Discard, io.Discard)
+	if !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "prune rewrites records") {
+		t.Errorf("prune without the identity: %v, want a refusal saying it needs the key", err)
+	}
+	snaptest.AssertSame(t, before, snaptest.All(t, dir))
+	if err := Prune(ctx, []string{"--store", dir, "--keep-last", "1", "--age-identity-file", identity, "--log-level", "error"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(ctx, []string{"--home", t.TempDir(), "--store", dir, "--age-identity-file", identity, "--log-level", "error"}, io.Discard, io.Discard); err != nil {
+		t.Errorf("restore after the prune with the identity: %v", err)
 	}
 }
