@@ -27,6 +27,8 @@ import (
 //	           auth, crypt (restoreStack)
 //	prune:     backend, Checked, auth (maintenanceStack), the fence
 //	re-encryption: backend, Checked, the fence, auth (reencrypt)
+//	--list, --verify: backend, Checked, auth (listStore, verify), and
+//	           for --verify crypt per snapshot as a restore reads it
 //
 // The order matters: the metrics count the bytes stored, beneath the
 // encryption; auth tags and verifies the stored (encrypted) bytes; the
@@ -228,8 +230,8 @@ func maintenanceStack(ctx context.Context, a *AgeIdentity, st store.Store, dryRu
 	return ast, nil
 }
 
-// authStore is the authentication layer of a stack authenticated made
-// with a key.
+// authStore is the authentication layer of a stack that authenticated
+// built with a key.
 func authStore(st store.Store) *auth.Store {
 	a, _ := store.As[*auth.Store](st)
 	return a
