@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/homesnap/homesnap/internal/selector"
 )
 
 // maxReaderAlloc bounds what reading one manifest may allocate in total,
@@ -24,7 +22,7 @@ const maxReaderAlloc = 96 << 20
 //	go test ./internal/archive -run '^$' -fuzz FuzzManifestReader -fuzztime 1m
 func FuzzManifestReader(f *testing.F) {
 	var honest bytes.Buffer
-	w, err := NewManifestWriter(&honest, Header{ID: "20260101T000000.000Z-000000", Created: time.Unix(0, 0), Selection: selector.Spec{Preset: "jenkins"}})
+	w, err := NewManifestWriter(&honest, Header{ID: "20260101T000000.000Z-000000", Created: time.Unix(0, 0), Selection: Selection{Preset: "jenkins"}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/homesnap/homesnap/internal/selector"
 )
 
 // FormatVersion is written into every manifest; readers refuse newer ones.
@@ -19,14 +17,24 @@ import (
 // Header.Base).
 const FormatVersion = 2
 
+// Selection is the selection a snapshot was taken with, as its manifest
+// records it: a preset's name and the include and exclude globs. What the
+// names mean is internal/selector's (selector.Spec has the same fields);
+// the format only carries them.
+type Selection struct {
+	Preset  string   `json:"preset"`
+	Include []string `json:"include,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+}
+
 // Header is the first line of a manifest.
 type Header struct {
-	Format    int           `json:"format"`
-	ID        string        `json:"id"`
-	Parent    string        `json:"parent,omitempty"`
-	Created   time.Time     `json:"created"`
-	Host      string        `json:"host,omitempty"`
-	Selection selector.Spec `json:"selection"`
+	Format    int       `json:"format"`
+	ID        string    `json:"id"`
+	Parent    string    `json:"parent,omitempty"`
+	Created   time.Time `json:"created"`
+	Host      string    `json:"host,omitempty"`
+	Selection Selection `json:"selection"`
 	// Base, set in a delta manifest, is the snapshot whose resolved entries
 	// this manifest changes: its lines are only the entries that are new or
 	// differ from the base's, and a deletion marker (TypeDeleted) for each

@@ -161,7 +161,7 @@ func TestManifestLayers(t *testing.T) {
 	inner := newStore(t)
 	k := key(t, 1)
 	st := auth.Wrap(inner, auth.Options{Keys: []auth.Key{k}})
-	mkey := repo.ManifestKey(id1) + repo.EncryptedSuffix
+	mkey := repo.EncryptedKey(repo.ManifestKey(id1))
 	body := bytes.Repeat([]byte("manifest bytes "), 10000)
 	if err := st.Put(ctx, mkey, bytes.NewReader(body)); err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestManifestLayers(t *testing.T) {
 	}
 	// The right bytes under another snapshot's key (its tags copied too).
 	inner.Put(ctx, mkey, bytes.NewReader(body))
-	other := repo.ManifestKey(id2) + repo.EncryptedSuffix
+	other := repo.EncryptedKey(repo.ManifestKey(id2))
 	inner.Put(ctx, other, bytes.NewReader(body))
 	inner.Put(ctx, "snapshots/"+id2+".mac.json", bytes.NewReader(tags))
 	if _, err := readAll(st, other); !errors.Is(err, auth.ErrUnauthenticated) {

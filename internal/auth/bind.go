@@ -53,12 +53,10 @@ func (s *Store) Bind(ctx context.Context) (bool, error) {
 // layers' tag objects.
 func (s *Store) currentTags(ctx context.Context) ([]string, error) {
 	keys := []string{repo.HeadKey}
-	err := s.inner.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
-		if repo.IsRecordKey(o.Key) || repo.IsLayerObject(o.Key) && !repo.IsManifestKey(o.Key) {
-			keys = append(keys, o.Key)
-		}
+	err := repo.List(ctx, s.inner, func(h repo.Handle, _ store.Object) error {
+		keys = append(keys, h.Key())
 		return nil
-	})
+	}, repo.KindRecord, repo.KindTag)
 	if err != nil {
 		return nil, err
 	}

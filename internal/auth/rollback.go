@@ -49,12 +49,12 @@ func CheckRollback(ctx context.Context, st store.Store, head *repo.Head) error {
 		return nil
 	}
 	var newer []string
-	err := st.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
-		if h, ok := repo.ParseKey(o.Key); ok && h.Kind == repo.KindRecord && h.ID > head.Snapshot {
+	err := repo.List(ctx, st, func(h repo.Handle, _ store.Object) error {
+		if h.ID > head.Snapshot {
 			newer = append(newer, h.ID)
 		}
 		return nil
-	})
+	}, repo.KindRecord)
 	if err != nil {
 		return err
 	}

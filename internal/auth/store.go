@@ -110,14 +110,10 @@ func (s *Store) Rekey(keys []Key) *Store {
 	return &Store{inner: s.inner, o: Options{Keys: keys}, from: s}
 }
 
-// Unwrap returns the store beneath s (s itself when it is not a Store):
-// for reading what an object claims before deciding how to verify it.
-func Unwrap(s store.Store) store.Store {
-	if a, ok := s.(*Store); ok {
-		return a.inner
-	}
-	return s
-}
+// Unwrap returns the store s verifies: beneath it, what an object
+// claims is read before deciding how to verify it
+// (store.Beneath[*auth.Store]).
+func (s *Store) Unwrap() store.Store { return s.inner }
 
 // KeyIDs names the keys s holds.
 func (s *Store) KeyIDs() []string {
@@ -455,12 +451,10 @@ func untrusted(head []byte) []byte {
 // taggedRecord returns the ID of a record that verifies, if any.
 func (s *Store) taggedRecord(ctx context.Context) (string, error) {
 	var ids []string
-	err := s.inner.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
-		if h, ok := repo.ParseKey(o.Key); ok && h.Kind == repo.KindRecord {
-			ids = append(ids, h.ID)
-		}
+	err := repo.List(ctx, s.inner, func(h repo.Handle, _ store.Object) error {
+		ids = append(ids, h.ID)
 		return nil
-	})
+	}, repo.KindRecord)
 	if err != nil {
 		return "", err
 	}
@@ -486,20 +480,19 @@ func (s *Store) taggedRecord(ctx context.Context) (string, error) {
 // identity. Every record is read (in parallel), since IDs need not sort
 // by when they were tagged.
 func (s *Store) boundRecord(ctx context.Context) (id, claimed string, err error) {
-	var keys []string
-	err = s.inner.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
-		if repo.IsRecordKey(o.Key) {
-			keys = append(keys, o.Key)
-		}
+	var records []repo.Handle
+	err = repo.List(ctx, s.inner, func(h repo.Handle, _ store.Object) error {
+		records = append(records, h)
 		return nil
-	})
+	}, repo.KindRecord)
 	if err != nil {
 		return "", "", err
 	}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
-	for _, key := range keys {
+	for _, h := range records {
+		key := h.Key()
 		g.Go(func() error {
 			stored, _, err := s.inner.Load(gctx, key)
 			if errors.Is(err, store.ErrNotExist) {
@@ -514,7 +507,6 @@ func (s *Store) boundRecord(ctx context.Context) (id, claimed string, err error)
 			}
 			if _, err := s.check(key, tags, func(k Key) []byte { return sumOf(k, c, key, data) }); err == nil {
 				mu.Lock()
-				h, _ := repo.ParseKey(key)
 				id, claimed = h.ID, c
 				mu.Unlock()
 			}

@@ -415,6 +415,8 @@ type meteredStore struct {
 	n *atomic.Int64
 }
 
+func (s *meteredStore) Unwrap() store.Store { return s.Store }
+
 func (s *meteredStore) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	rc, err := s.Store.Get(ctx, key, offset, length)
 	if err != nil {

@@ -248,7 +248,7 @@ func inspectHome(home string, opts jenkins.Options) (*jenkins.State, error) {
 // ownsMasterKey reports whether a snapshot's selection covers master.key
 // (a restore then makes the home's equal to the snapshot's, even absent).
 func ownsMasterKey(sfs *check.SnapshotFS) bool {
-	sel, err := selector.New(sfs.Header.Selection)
+	sel, err := selector.New(selector.Spec(sfs.Header.Selection))
 	return err != nil || sel.Selected(jenkins.MasterKeyPath)
 }
 

@@ -90,16 +90,6 @@ func configure(name, about string, cfg any, c *Common, args []string, stderr io.
 	return log, err
 }
 
-// openStore opens the configured store; a failure is logged once.
-func openStore(ctx context.Context, c *Common, log zerolog.Logger) (store.Store, error) {
-	st, err := store.Open(ctx, c.Store)
-	if err != nil {
-		log.Error().Err(err).Str("store", store.Redact(c.Store)).Msg("cannot open the store")
-		return nil, reported{err}
-	}
-	return st, nil
-}
-
 type snapshotConfig struct {
 	Common
 	Once     bool          `envconfig:"HOMESNAP_ONCE" flag:"once" desc:"take one snapshot and exit (cron, disaster recovery)"`
@@ -161,12 +151,10 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The sidecar counts store traffic beneath the encryption: the bytes
 	// actually stored and transferred.
 	var m *metrics.Metrics
-	wst := st
 	if !cfg.Once {
 		m = metrics.New()
-		wst = m.Store(st)
 	}
-	enc, err := snapshotStore(ctx, &cfg.AgeSnapshot, wst, log)
+	enc, err := snapshotStack(ctx, &cfg.AgeSnapshot, st, m, log)
 	if err != nil {
 		return err
 	}

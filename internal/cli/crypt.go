@@ -61,45 +61,6 @@ func (a *AgeIdentity) authKeys(ids []age.Identity) ([]auth.Key, error) {
 	return append(keys, k), nil
 }
 
-// authenticated wraps st so that what is read is verified and what is
-// written is tagged. legacy lets a snapshot read the untagged head of a
-// store from before authentication (it then takes a full snapshot).
-// Without a key, a store whose marker says it is authenticated is
-// refused, unless overridden.
-func authenticated(ctx context.Context, a *AgeIdentity, ids []age.Identity, st store.Store, legacy bool, log zerolog.Logger) (store.Store, bool, error) {
-	keys, err := a.authKeys(ids)
-	if err != nil {
-		return nil, false, err
-	}
-	warn := func(err error) {
-		log.Warn().Err(err).Bool("allow_unauthenticated", a.AllowUnauthenticated).Msg("READING AN UNAUTHENTICATED OBJECT: it may have been written by anyone with write access to the bucket")
-	}
-	if a.AllowUnauthenticated {
-		log.Warn().Str("store", st.String()).Msg("--allow-unauthenticated: objects that fail authentication are read anyway, each with a warning")
-	}
-	if len(keys) == 0 {
-		m, _, err := repo.LoadMarker(ctx, st)
-		if err != nil {
-			return st, false, err
-		}
-		// An encrypted store refuses a command without an identity anyway,
-		// naming the recipients it needs.
-		if m == nil || (!m.Authenticated && m.Encryption == "") {
-			warnUnauthenticated(log, st)
-		}
-		if legacy || m == nil || !m.Authenticated || m.Encryption != "" {
-			return st, false, nil // a writer's needKey refuses an authenticated store
-		}
-		err = noKeyError{st.String(), "nothing it reads could be checked"}
-		if !a.AllowUnauthenticated {
-			return nil, false, err
-		}
-		warn(err)
-		return st, false, nil
-	}
-	return auth.Wrap(st, auth.Options{Keys: keys, Allow: a.AllowUnauthenticated, Legacy: legacy, Warn: warn}), true, nil
-}
-
 // AgeSnapshot is the snapshot's age settings: what to encrypt to, and the
 // switches for migration and rotation.
 type AgeSnapshot struct {
@@ -162,107 +123,6 @@ func keySource(file, content, variable string) (io.ReadCloser, string, error) {
 		return nil, "", usageError{fmt.Errorf("key file: %v", err)}
 	}
 	return f, file, nil
-}
-
-// snapshotStore checks the store's encryption against the snapshot's keys
-// and returns what the snapshot writes through.
-func snapshotStore(ctx context.Context, a *AgeSnapshot, st store.Store, log zerolog.Logger) (*crypt.Setup, error) {
-	k, err := a.keys()
-	if err != nil {
-		return nil, err
-	}
-	st, tagged, err := authenticated(ctx, &a.AgeIdentity, k.Identities, st, true, log)
-	if err == nil && !tagged {
-		err = needKey(ctx, &a.AgeIdentity, st, "snapshots written without it would be refused by every restore")
-	}
-	if err != nil {
-		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
-		return nil, reported{err}
-	}
-	setup, err := crypt.ForSnapshot(ctx, st, k)
-	if err == nil && tagged {
-		// Marked before the first tagged snapshot commits: a reader holding
-		// a key refuses untagged snapshots anyway, and one holding none
-		// must learn that it needs one. A store authenticated before
-		// stores had identities gets its identity first.
-		var bound bool
-		if bound, err = st.(*auth.Store).Bind(ctx); bound {
-			log.Info().Str("store", st.String()).Msg("the store has its identity now (format 4): objects copied from another store with the same key are refused; older releases refuse the store")
-		}
-		if err == nil {
-			err = repo.MarkAuthenticated(ctx, st)
-		}
-		if err == nil {
-			setup.Authenticated = true
-			log.Info().Strs("auth_keys", st.(*auth.Store).KeyIDs()).Msg("snapshots are authenticated")
-		}
-	}
-	if err != nil {
-		log.Error().Err(err).Str("store", st.String()).Msg("snapshot refused")
-		return nil, reported{err}
-	}
-	if note := setup.Note; note != "" {
-		if setup.Migrating {
-			note += "; drop --age-migrate once it is committed"
-		}
-		log.Warn().Str("store", st.String()).Msg(note)
-	}
-	if len(setup.Recipients) > 0 {
-		log.Info().Strs("age_recipients", setup.Recipients).Msg("snapshots are encrypted with age")
-	}
-	return setup, nil
-}
-
-// restoreStore returns what a restore reads through and the snapshot it
-// restores: snapshot, the one --at chooses (when at is set), or "" for the
-// head. A missing or wrong identity fails here, before the home is
-// touched. The store is authenticated first (see authenticated), and in
-// an authenticated store the head is checked for a rollback whatever the
-// restore chooses: --at chooses from the history the head names, and an
-// explicit snapshot is judged against it (the home's mark).
-func restoreStore(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot string, at time.Time, log zerolog.Logger) (*crypt.Setup, string, error) {
-	fail := func(err error) (*crypt.Setup, string, error) {
-		log.Error().Err(err).Str("store", raw.String()).Msg("restore failed; nothing was changed in the home")
-		return nil, "", reported{err}
-	}
-	ids, err := a.identities()
-	if err != nil {
-		log.Error().Err(err).Msg("cannot read the age identity; nothing was changed in the home")
-		return nil, "", reported{err}
-	}
-	st, tagged, err := authenticated(ctx, a, ids, raw, false, log)
-	if err != nil {
-		return fail(err)
-	}
-	// The rollback check and the choice with the encryption's reads are
-	// independent, so their round trips overlap.
-	var checkErr error
-	checked := make(chan struct{})
-	go func() {
-		defer close(checked)
-		if tagged {
-			checkErr = checkRollback(ctx, a, st, log)
-		}
-	}()
-	chosen, chooseErr := pickSnapshot(ctx, a, st, tagged, snapshot, at, log)
-	var setup *crypt.Setup
-	if chooseErr == nil || at.IsZero() { // an explicit snapshot's encryption is judged first
-		setup, err = crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: a.AllowUnauthenticated}, chosen)
-	}
-	<-checked
-	if errors.Is(checkErr, store.ErrNotExist) {
-		checkErr = nil // the head's snapshot is missing: its restore says so
-	}
-	for _, err := range []error{err, checkErr, chooseErr} {
-		if err != nil {
-			return fail(err)
-		}
-	}
-	if setup.Note != "" {
-		log.Warn().Str("store", st.String()).Msg(setup.Note)
-	}
-	setup.Authenticated = tagged
-	return setup, chosen, nil
 }
 
 // pickSnapshot resolves what a restore or a verify reads: snapshot, or
@@ -360,50 +220,15 @@ func reencrypt(ctx context.Context, a *AgeSnapshot, st store.Store, log zerolog.
 	return nil
 }
 
-// headStore returns the store the head snapshot is read through, which is
-// plain while a migration's first encrypted snapshot is being taken.
-func headStore(ctx context.Context, a *AgeSnapshot, st store.Store) (store.Store, error) {
-	ids, err := a.identities()
-	if err != nil {
-		return nil, err
-	}
-	// The agent-key guard compares keys only: a migration's first
-	// encrypted snapshot reads the plain head it replaces.
-	setup, err := crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: true}, "")
-	if err != nil {
-		return nil, err
-	}
-	return setup.Store, nil
-}
-
-// maintenanceStore is what prune reads and rewrites records through: a
-// reparented record is tagged again, so an authenticated store needs a key
-// unless nothing is written (dryRun).
-func maintenanceStore(ctx context.Context, a *AgeIdentity, st store.Store, dryRun bool, log zerolog.Logger) (store.Store, error) {
-	ids, err := a.identities()
-	if err != nil {
-		return nil, err
-	}
-	// Without a key, an authenticated store is refused: its records
-	// would be rewritten untagged.
-	keyed := len(ids) > 0 || a.AuthKeyFile != "" || a.AuthKey != ""
-	ast, tagged, err := authenticated(ctx, a, ids, st, keyed, log)
-	if err == nil && !tagged && !dryRun {
-		err = needKey(ctx, a, st, "prune rewrites records")
-	}
-	if err != nil {
-		log.Error().Err(err).Str("store", st.String()).Msg("refused")
-		return nil, reported{err}
-	}
-	return ast, nil
-}
-
-// needKey refuses a command that writes to an authenticated plain store
-// without a key (why says what would go wrong), unless overridden; an
-// encrypted store refuses it for lack of an identity.
-func needKey(ctx context.Context, a *AgeIdentity, st store.Store, why string) error {
+// needKey refuses a command that writes to an authenticated store
+// without a key (why says what would go wrong), unless overridden. A
+// command that reads content (decrypting) is refused by an encrypted
+// store for lack of an identity, naming the recipients, so only a plain
+// store is checked for it; one that does not (prune) is checked whatever
+// the encryption, since the records it rewrites are plain either way.
+func needKey(ctx context.Context, a *AgeIdentity, st store.Store, why string, decrypts bool) error {
 	m, _, err := repo.LoadMarker(ctx, st)
-	if err != nil || m == nil || !m.Authenticated || m.Encryption != "" || a.AllowUnauthenticated {
+	if err != nil || m == nil || !m.Authenticated || decrypts && m.Encryption != "" || a.AllowUnauthenticated {
 		return err
 	}
 	return noKeyError{st.String(), why}

@@ -96,11 +96,12 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	if st, err = maintenanceStore(ctx, &cfg.AgeIdentity, st, cfg.DryRun, log); err != nil {
+	if st, err = maintenanceStack(ctx, &cfg.AgeIdentity, st, cfg.DryRun, log); err != nil {
 		return err
 	}
 	// Records are never encrypted and prune deletes the keys it lists, so
-	// an encrypted store needs no key here.
+	// an encrypted store needs no identity to be read here; one is needed
+	// to tag the records a prune rewrites (maintenanceStack).
 	var p *prune.Plan
 	var rp *maint.RepackResult
 	do := func(ctx context.Context, st store.Store) (err error) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
@@ -151,10 +150,6 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		setStep("verifying snapshots")
 		return verify(ctx, &cfg, st, stdout, stderr, log)
 	}
-	// From here on the restore reads the store's small objects once each
-	// (repo.ReadOnce): the marker and the head, which every step below
-	// needs, travel together now.
-	st = repo.ReadOnce(ctx, st, repo.MarkerKey, repo.HeadKey)
 	// An encrypted store is read through age from here on; a missing or
 	// wrong identity fails now, naming the recipients it needs.
 	// --at is resolved there, on authenticated records, so that the
@@ -165,7 +160,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if snapshot == "head" {
 		snapshot = ""
 	}
-	dec, snapshot, err := restoreStore(ctx, &cfg.AgeIdentity, st, snapshot, cfg.at, log)
+	dec, snapshot, err := restoreStack(ctx, &cfg.AgeIdentity, st, snapshot, cfg.at, log)
 	if err != nil {
 		return reported{err}
 	}
@@ -183,11 +178,9 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if home == "" {
 		return usageError{errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME (or --target)")}
 	}
-	opts := restore.HomeOptions{
-		Options: restore.Options{
-			Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
-			Include: cfg.Only, Exclude: cfg.Skip, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
-		},
+	opts := restore.Options{
+		Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
+		Include: cfg.Only, Exclude: cfg.Skip, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
 		Step: setStep, AllowOlderHead: cfg.AllowUnauthenticated,
 	}
 	if cfg.DryRun {
@@ -203,7 +196,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		progress = newProgress(cfg.Progress, "restore", stderr, log)
 		opts.Progress = progressOf(progress)
 	}
-	res, err := restore.RestoreHome(ctx, opts)
+	res, err := restore.Restore(ctx, opts)
 	if progress != nil {
 		progress.stop()
 	}

@@ -156,15 +156,16 @@ func describe(encryption string) string {
 // In an encrypted store, a plain snapshot is refused (ErrPlaintext) when
 // identities were given or the store is authenticated, unless
 // k.AllowPlaintext. What the marker and the snapshot claim is read beneath
-// the authentication (auth.Unwrap), so that a planted plain head or a wrong
+// the authentication (store.Beneath), so that a planted plain head or a wrong
 // identity is named as such; the store returned reads through it and
 // verifies everything, the marker and the head included.
 func ForRestore(ctx context.Context, st store.Store, k Keys, snapshot string) (*Setup, error) {
-	m, _, err := repo.LoadMarker(ctx, auth.Unwrap(st))
+	claims := store.Beneath[*auth.Store](st)
+	m, _, err := repo.LoadMarker(ctx, claims)
 	if err != nil || m == nil {
 		return &Setup{Store: st}, err // an empty store or none: the restore says which
 	}
-	head, _, err := repo.LoadHead(ctx, auth.Unwrap(st))
+	head, _, err := repo.LoadHead(ctx, claims)
 	if err != nil {
 		return nil, err
 	}

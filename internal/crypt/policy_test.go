@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"filippo.io/age"
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
@@ -51,8 +53,15 @@ func restoreWith(t *testing.T, home string, st store.Store, k Keys, id string) e
 	if err != nil {
 		return err
 	}
-	_, err = restore.Restore(context.Background(), restore.Options{Home: home, Store: setup.Store, Snapshot: id, Log: zerolog.Nop()})
-	return err
+	// Forced, and the home's mark removed after: home holds exactly the
+	// snapshot's tree, whatever it held before.
+	if _, err = restore.Restore(context.Background(), restore.Options{Home: home, Store: setup.Store, Snapshot: id, Force: true, Log: zerolog.Nop()}); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(home, homemark.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 func TestRotationAndMixing(t *testing.T) {
@@ -241,7 +250,7 @@ func TestRangedRestoreFetchesFewBytes(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(target, "secrets/master.key")); len(got) != 256 {
 		t.Fatal("master.key not restored")
 	}
-	key := repo.ArchiveKey(first.ID) + repo.EncryptedSuffix
+	key := repo.EncryptedKey(repo.ArchiveKey(first.ID))
 	fi, err := os.Stat(filepath.Join(dir, key))
 	if err != nil {
 		t.Fatal(err)

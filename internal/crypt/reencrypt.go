@@ -10,7 +10,6 @@ import (
 	"hash"
 	"io"
 	"slices"
-	"strings"
 
 	"filippo.io/age"
 
@@ -64,25 +63,23 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	}
 	var keys []string
 	res := &ReencryptResult{}
-	for _, prefix := range repo.SnapshotPrefixes() {
-		err := st.List(ctx, prefix, func(o store.Object) error {
-			switch {
-			case strings.HasSuffix(o.Key, repo.EncryptedSuffix):
-				keys = append(keys, strings.TrimSuffix(o.Key, repo.EncryptedSuffix))
-			case repo.CarriesContent(o.Key): // records are plain by design
-				res.Plain++
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+	err = repo.ListObjects(ctx, st, func(o store.Object) error {
+		if key, ok := repo.PlainKey(o.Key); ok {
+			keys = append(keys, key)
+		} else if repo.CarriesContent(o.Key) { // records are plain by design
+			res.Plain++
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	// In an authenticated store (st an auth.Store) everything is read with
-	// the old keys and tagged anew with the new recipients' keys only, so
-	// that a restore holding just the new identity verifies it all.
+	// In an authenticated store (an auth.Store in st's stack) everything
+	// is read with the old keys and tagged anew with the new recipients'
+	// keys only, so that a restore holding just the new identity verifies
+	// it all.
 	tagged := st
-	if a, ok := st.(*auth.Store); ok {
+	if a, ok := store.As[*auth.Store](st); ok {
 		tagged = a.Rekey(AuthKeys(fresh))
 	}
 	from := Wrap(st, nil, k.Identities, m.Recipients)
@@ -90,7 +87,7 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 	check := Wrap(tagged, nil, fresh, fps)
 	// Objects from before authentication stay untagged: tagging them now
 	// would vouch for what nobody checked.
-	raw := auth.Unwrap(st)
+	raw := store.Beneath[*auth.Store](st)
 	rawFrom, rawTo, rawCheck := Wrap(raw, nil, k.Identities, m.Recipients), Wrap(raw, k.Recipients, nil, fps), Wrap(raw, nil, fresh, fps)
 	for _, key := range keys {
 		from, to, check := from, to, check
@@ -122,12 +119,10 @@ func Reencrypt(ctx context.Context, st store.Store, k Keys, progress func(key st
 // through to (tagged with the new keys).
 func retag(ctx context.Context, from, to store.Store) error {
 	var keys []string
-	if err := from.List(ctx, repo.SnapshotPrefix, func(o store.Object) error {
-		if repo.IsRecordKey(o.Key) {
-			keys = append(keys, o.Key)
-		}
+	if err := repo.List(ctx, from, func(h repo.Handle, _ store.Object) error {
+		keys = append(keys, h.Key())
 		return nil
-	}); err != nil {
+	}, repo.KindRecord); err != nil {
 		return err
 	}
 	for _, key := range keys {

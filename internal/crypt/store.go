@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"filippo.io/age"
@@ -20,7 +19,7 @@ import (
 // Store encrypts the objects that carry home content (repo.CarriesContent)
 // for its recipients and decrypts them with its identities; every other
 // object (marker, head) passes through unchanged. Callers use the plain
-// keys; the wrapped store holds key+".age".
+// keys; the wrapped store holds repo.EncryptedKey(key).
 type Store struct {
 	inner      store.Store
 	recipients []age.Recipient
@@ -44,6 +43,9 @@ func Wrap(inner store.Store, recipients []age.Recipient, identities []age.Identi
 	return &Store{inner: inner, recipients: recipients, identities: identities, need: need, headers: map[string]*payload{}}
 }
 
+// Unwrap returns the store holding the encrypted objects.
+func (s *Store) Unwrap() store.Store { return s.inner }
+
 // NoIdentityError means none of the identities given can decrypt an object.
 type NoIdentityError struct {
 	Object string   // the store object (with its .age suffix)
@@ -64,7 +66,7 @@ func (e *NoIdentityError) Error() string {
 // corrupt snapshot, as a damaged plain archive is.
 var ErrTampered = fmt.Errorf("%w: failed authentication: the object is damaged or was tampered with", archive.ErrCorrupt)
 
-func (s *Store) stored(key string) string { return key + repo.EncryptedSuffix }
+func (s *Store) stored(key string) string { return repo.EncryptedKey(key) }
 
 func (s *Store) name(key string) string { return repo.Name(s.inner, s.stored(key)) }
 
@@ -151,7 +153,7 @@ func (n *namedReader) Close() error { return n.c.Close() }
 func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) error) error {
 	return s.inner.List(ctx, prefix, func(o store.Object) error {
 		if repo.CarriesContent(o.Key) {
-			o.Key = strings.TrimSuffix(o.Key, repo.EncryptedSuffix) // Size stays the stored size
+			o.Key, _ = repo.PlainKey(o.Key) // Size stays the stored size
 		}
 		return fn(o)
 	})

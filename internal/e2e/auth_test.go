@@ -319,7 +319,7 @@ func testAuthenticatedStore(t *testing.T, b authBackend, encrypted bool) {
 		// deltas apply to: make every file in it world-writable.
 		key := repo.ManifestKey(id1)
 		if encrypted {
-			key += repo.EncryptedSuffix
+			key = repo.EncryptedKey(key)
 		}
 		bk.put(key, forgeLayer(t, bk.load(key), identity))
 		refused(t, env, exitForged, "failed authentication")

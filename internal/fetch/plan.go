@@ -36,7 +36,7 @@ func OpenPlan(ctx context.Context, st store.Store, id string, sel *selector.Sele
 	if err != nil {
 		return nil, err
 	}
-	f, err := newFilter(sel, include, exclude, m.Header.Selection)
+	f, err := newFilter(sel, include, exclude, selector.Spec(m.Header.Selection))
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("%s: %w", repo.Name(st, repo.ManifestKey(id)), err)

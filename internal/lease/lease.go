@@ -197,6 +197,8 @@ type fenced struct {
 	l *Lease
 }
 
+func (f *fenced) Unwrap() store.Store { return f.Store }
+
 func (f *fenced) Swap(ctx context.Context, key string, data []byte, old store.Version) (store.Version, error) {
 	if key == repo.HeadKey {
 		if err := f.l.Check(ctx); err != nil {

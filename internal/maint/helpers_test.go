@@ -2,24 +2,29 @@ package maint
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/store"
 )
 
-// restoreInto restores snapshot id (empty: the head) of st into home.
+// restoreInto makes home snapshot id (empty: the head) of st, whatever it
+// held, and leaves no mark: home then holds exactly the snapshot's tree,
+// for comparing with what was snapshotted. (A restore into a home with
+// data needs Force; what it displaces stays in the home.)
 func restoreInto(home string, st store.Store, id string) error {
-	_, err := restoreIntoWith(home, st, id, nil)
-	return err
-}
-
-// restoreIntoWith restores with options adjusted by set.
-func restoreIntoWith(home string, st store.Store, id string, set func(*restore.Options)) (*restore.Result, error) {
-	o := restore.Options{Home: home, Store: st, Snapshot: id, Log: zerolog.Nop()}
-	if set != nil {
-		set(&o)
+	_, err := restore.Restore(context.Background(), restore.Options{Home: home, Store: st, Snapshot: id, Force: true, Log: zerolog.Nop()})
+	if err != nil {
+		return err
 	}
-	return restore.Restore(context.Background(), o)
+	if err := os.Remove(filepath.Join(home, homemark.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }

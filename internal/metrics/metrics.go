@@ -9,7 +9,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -225,6 +224,8 @@ type metered struct {
 	m *Metrics
 }
 
+func (s *metered) Unwrap() store.Store { return s.Store }
+
 func (s *metered) op(name string, err error) error {
 	s.m.storeOps.WithLabelValues(name).Inc()
 	if err != nil && !errors.Is(err, store.ErrNotExist) {
@@ -236,7 +237,7 @@ func (s *metered) op(name string, err error) error {
 func (s *metered) Put(ctx context.Context, key string, r io.Reader) error {
 	c := &counting{r: r, c: s.m.storeBytes.WithLabelValues("out")}
 	err := s.Store.Put(ctx, key, c)
-	if err == nil && strings.HasPrefix(key, repo.ArchivePrefix) {
+	if h, ok := repo.ParseKey(key); err == nil && ok && h.Kind == repo.KindArchive {
 		s.m.bytesStored.Add(float64(c.n))
 	}
 	return s.op("put", err)

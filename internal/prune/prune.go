@@ -155,16 +155,16 @@ func MakePlan(in Inputs) *Plan {
 	}
 	present := map[string]bool{}
 	for _, o := range in.Objects {
-		if id, kind := objectID(o.Key); kind == "archive" {
+		if id, archive, _ := repo.Owner(o.Key); archive {
 			present[id] = true
 		}
 	}
 	for _, o := range in.Objects {
-		id, kind := objectID(o.Key)
-		if id == "" {
+		id, archive, ok := repo.Owner(o.Key)
+		if !ok {
 			continue
 		}
-		if at, ok := replacedAt[id]; ok && kind == "archive" && !referenced[id] && !keepAllArchives {
+		if at, ok := replacedAt[id]; ok && archive && !referenced[id] && !keepAllArchives {
 			if in.Now.Sub(at) < in.Grace {
 				continue // a restore that opened the old manifest may still read it
 			}
@@ -175,19 +175,19 @@ func MakePlan(in Inputs) *Plan {
 		if kept[id] {
 			continue
 		}
-		old := in.Now.Sub(o.Modified) >= in.Delay && in.Now.Sub(idTime(id)) >= in.Delay
+		old := in.Now.Sub(o.Modified) >= in.Delay && in.Now.Sub(repo.IDTime(id)) >= in.Delay
 		why := ""
 		switch {
-		case kind == "archive" && (referenced[id] || keepAllArchives):
+		case archive && (referenced[id] || keepAllArchives):
 			continue // a kept snapshot points into it
-		case kind == "snapshot" && layers[id] && repo.IsLayerObject(o.Key):
+		case !archive && layers[id] && repo.IsLayerObject(o.Key):
 			continue // a kept snapshot's delta manifest applies to it
 		case dropped[id]:
 			why = "snapshot dropped by the policy (" + in.Policy.String() + ")"
-			if kind == "archive" {
+			if archive {
 				why = "archive of a dropped snapshot that no kept snapshot points into"
 			}
-		case kind == "archive" && released[id]:
+		case archive && released[id]:
 			why = "archive of a snapshot dropped earlier, and the last snapshots that pointed into it were dropped now"
 		case layerOnly[id]:
 			why = "record of a snapshot dropped earlier (its manifest stays while a kept snapshot's delta needs it)"
@@ -211,40 +211,6 @@ func MakePlan(in Inputs) *Plan {
 	}
 	slices.SortFunc(p.Delete, func(a, b Deletion) int { return strings.Compare(a.Key, b.Key) })
 	return p
-}
-
-// objectID returns the snapshot ID an object belongs to and whether it is
-// an archive or part of a snapshot (record, manifest).
-func objectID(key string) (id, kind string) {
-	dir, name, ok := strings.Cut(key, "/")
-	if !ok {
-		return "", ""
-	}
-	id, _, _ = strings.Cut(name, ".")
-	// IDs hold one dot (milliseconds): put it back.
-	if rest, ok := strings.CutPrefix(name, id+"."); ok {
-		ms, _, _ := strings.Cut(rest, ".")
-		id += "." + ms
-	}
-	if repo.CheckID(id) != nil {
-		return "", ""
-	}
-	switch dir {
-	case "archives":
-		return id, "archive"
-	case "snapshots":
-		return id, "snapshot"
-	}
-	return "", ""
-}
-
-// idTime is when a snapshot ID was made.
-func idTime(id string) time.Time {
-	t, err := time.Parse("20060102T150405.000Z", id[:len("20060102T150405.000Z")])
-	if err != nil {
-		return time.Time{}
-	}
-	return t
 }
 
 // Options configure Run.
@@ -286,13 +252,11 @@ func Run(ctx context.Context, o Options) (*Plan, error) {
 		return nil, err
 	}
 	in := Inputs{History: h, Policy: o.Policy, Now: o.Now(), Delay: o.Delay, Notes: notes, Grace: o.RepackGrace}
-	for _, prefix := range repo.SnapshotPrefixes() {
-		if err := o.Store.List(ctx, prefix, func(obj store.Object) error {
-			in.Objects = append(in.Objects, obj)
-			return nil
-		}); err != nil {
-			return nil, err
-		}
+	if err := repo.ListObjects(ctx, o.Store, func(obj store.Object) error {
+		in.Objects = append(in.Objects, obj)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	p := MakePlan(in)
 	for _, d := range p.Delete {

@@ -30,8 +30,7 @@ const (
 )
 
 func rec(id, parent string, archives ...string) *repo.Record {
-	t, _ := time.Parse("20060102T150405.000Z", id[:20])
-	return &repo.Record{ID: id, Parent: parent, Time: t, Archives: archives}
+	return &repo.Record{ID: id, Parent: parent, Time: repo.IDTime(id), Archives: archives}
 }
 
 func objs(at time.Time, keys ...string) []store.Object {

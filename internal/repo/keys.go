@@ -8,16 +8,13 @@ import (
 )
 
 // The prefixes of the objects snapshots write (see the layout in repo.go):
-// records, manifests and their tags under SnapshotPrefix, archives under
-// ArchivePrefix.
+// records, manifests and their tags under snapshotPrefix, archives under
+// archivePrefix. Only this package assembles or takes apart a key: every
+// other speaks Kind and Handle (keys_test.go in internal/ checks it).
 const (
-	SnapshotPrefix = "snapshots/"
-	ArchivePrefix  = "archives/"
+	snapshotPrefix = "snapshots/"
+	archivePrefix  = "archives/"
 )
-
-// SnapshotPrefixes are the prefixes under which snapshots store objects,
-// for those who list them all (prune, re-encryption).
-func SnapshotPrefixes() []string { return []string{SnapshotPrefix, ArchivePrefix} }
 
 const (
 	recordSuffix   = ".json"
@@ -33,6 +30,7 @@ const (
 	KindRecord   Kind = iota + 1 // snapshots/<id>.json: the snapshot's summary (Record)
 	KindManifest                 // snapshots/<id>.json.zst: its entries
 	KindArchive                  // archives/<id>.tar.zst: the file bytes it added
+	KindTag                      // snapshots/<id>.mac.json: its manifest's tags, in an authenticated store
 )
 
 // Handle names an object a snapshot writes, by kind and snapshot ID.
@@ -42,34 +40,39 @@ type Handle struct {
 }
 
 // Key is the handle's key in the store (plain: an encrypting store adds
-// EncryptedSuffix itself).
+// encryptedSuffix itself).
 func (h Handle) Key() string {
 	switch h.Kind {
 	case KindRecord:
-		return SnapshotPrefix + h.ID + recordSuffix
+		return snapshotPrefix + h.ID + recordSuffix
 	case KindManifest:
-		return SnapshotPrefix + h.ID + manifestSuffix
+		return snapshotPrefix + h.ID + manifestSuffix
 	case KindArchive:
-		return ArchivePrefix + h.ID + archiveSuffix
+		return archivePrefix + h.ID + archiveSuffix
+	case KindTag:
+		return snapshotPrefix + h.ID + macSuffix
 	}
 	panic("repo: a handle of no kind")
 }
 
-// ParseKey tells the handle of a record, manifest or archive key, plain or
-// as stored encrypted (records never are); ok is false for every other key
-// (the marker, the head, manifest tags, repack notes, stray objects).
+// ParseKey tells the handle of a record, manifest, archive or tag key,
+// plain or as stored encrypted (records and tags never are); ok is false
+// for every other key (the marker, the head, repack notes, stray
+// objects).
 func ParseKey(key string) (Handle, bool) {
-	plain, encrypted := strings.CutSuffix(key, EncryptedSuffix)
+	plain, encrypted := strings.CutSuffix(key, encryptedSuffix)
 	var h Handle
-	if name, ok := strings.CutPrefix(plain, ArchivePrefix); ok {
+	if name, ok := strings.CutPrefix(plain, archivePrefix); ok {
 		if id, ok := strings.CutSuffix(name, archiveSuffix); ok {
 			h = Handle{KindArchive, id}
 		}
-	} else if name, ok := strings.CutPrefix(plain, SnapshotPrefix); ok {
+	} else if name, ok := strings.CutPrefix(plain, snapshotPrefix); ok {
 		if id, ok := strings.CutSuffix(name, manifestSuffix); ok {
 			h = Handle{KindManifest, id}
+		} else if id, ok := strings.CutSuffix(name, macSuffix); ok && !encrypted {
+			h = Handle{KindTag, id}
 		} else if id, ok := strings.CutSuffix(name, recordSuffix); ok && !encrypted {
-			h = Handle{KindRecord, id} // a tag's "<id>.mac" fails CheckID
+			h = Handle{KindRecord, id}
 		}
 	}
 	return h, h.Kind != 0 && CheckID(h.ID) == nil
@@ -101,16 +104,13 @@ func manifestID(key string) string {
 
 // ManifestMACKey is where the tags of a manifest (a key IsManifestKey
 // accepts) live in an authenticated store.
-func ManifestMACKey(manifest string) string { return SnapshotPrefix + manifestID(manifest) + macSuffix }
+func ManifestMACKey(manifest string) string { return Handle{KindTag, manifestID(manifest)}.Key() }
 
 // IsLayerObject tells the objects a manifest layer is made of: the
 // manifest and its tags, which prune keeps or drops together.
 func IsLayerObject(key string) bool {
-	if IsManifestKey(key) {
-		return true
-	}
-	id, ok := strings.CutSuffix(strings.TrimPrefix(key, SnapshotPrefix), macSuffix)
-	return ok && CheckID(id) == nil
+	h, ok := ParseKey(key)
+	return ok && (h.Kind == KindManifest || h.Kind == KindTag)
 }
 
 // StoredArchive is an archive object as ListArchives found it.
@@ -125,12 +125,11 @@ type StoredArchive struct {
 // two, listed without decrypting) appears once in each form.
 func ListArchives(ctx context.Context, s store.Store) ([]StoredArchive, error) {
 	var out []StoredArchive
-	err := s.List(ctx, ArchivePrefix, func(o store.Object) error {
-		if h, ok := ParseKey(o.Key); ok && h.Kind == KindArchive {
-			out = append(out, StoredArchive{ID: h.ID, Size: o.Size, Encrypted: strings.HasSuffix(o.Key, EncryptedSuffix)})
-		}
+	err := List(ctx, s, func(h Handle, o store.Object) error {
+		_, encrypted := PlainKey(o.Key)
+		out = append(out, StoredArchive{ID: h.ID, Size: o.Size, Encrypted: encrypted})
 		return nil
-	})
+	}, KindArchive)
 	return out, err
 }
 
@@ -159,5 +158,5 @@ func Keys(id string) []string { return []string{RecordKey(id), ManifestKey(id), 
 // pruning work without a key, across key rotations. A new kind of object
 // must be added here if it says anything about the home.
 func CarriesContent(key string) bool {
-	return strings.HasPrefix(key, ArchivePrefix) || strings.HasPrefix(key, SnapshotPrefix) && strings.HasSuffix(key, manifestSuffix)
+	return strings.HasPrefix(key, archivePrefix) || strings.HasPrefix(key, snapshotPrefix) && strings.HasSuffix(key, manifestSuffix)
 }

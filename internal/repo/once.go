@@ -38,6 +38,8 @@ type onceStore struct {
 	loads map[string]*loaded
 }
 
+func (o *onceStore) Unwrap() store.Store { return o.Store }
+
 // loaded is one Load of a key: done closes when its answer is in.
 type loaded struct {
 	done chan struct{}

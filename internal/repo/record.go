@@ -172,15 +172,13 @@ func LoadHistory(ctx context.Context, s store.Store) (*History, error) {
 		return nil, err
 	}
 	var ids []string
-	err = s.List(ctx, SnapshotPrefix, func(o store.Object) error {
-		// An encrypted store's manifests end in EncryptedSuffix when listed
-		// directly (ParseKey takes both): records stay plain, so listing
-		// needs no key.
-		if id := manifestID(o.Key); id != "" {
-			ids = append(ids, id)
-		}
+	// An encrypted store's manifests are listed under their encrypted
+	// names when listed directly (List takes both): records stay plain,
+	// so listing needs no key.
+	err = List(ctx, s, func(h Handle, _ store.Object) error {
+		ids = append(ids, h.ID)
 		return nil
-	})
+	}, KindManifest)
 	if err != nil {
 		return nil, err
 	}

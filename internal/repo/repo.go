@@ -30,13 +30,13 @@ import (
 //
 // In an encrypted store, the objects that carry home content (manifests
 // and archives) are age files stored under their key plus
-// EncryptedSuffix, e.g. archives/<id>.tar.zst.age, so that `age -d` gives
+// encryptedSuffix, e.g. archives/<id>.tar.zst.age, so that `age -d` gives
 // back the plain object.
 const (
 	MarkerKey       = "homesnap.json"
 	HeadKey         = "head.json"
 	LeaseKey        = "lease.json" // the one writer's lease (internal/lease)
-	EncryptedSuffix = ".age"
+	encryptedSuffix = ".age"
 )
 
 // FormatVersion is the store layout this homesnap writes; it reads every
@@ -74,7 +74,7 @@ var idPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{6}$`)
 func NewID(now time.Time) string {
 	var b [3]byte
 	rand.Read(b[:])
-	return now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
+	return now.UTC().Format(idTimeLayout) + "-" + hex.EncodeToString(b[:])
 }
 
 // CheckID refuses a malformed snapshot ID before it becomes part of a key.

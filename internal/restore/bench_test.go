@@ -1,4 +1,4 @@
-package restore_test
+package restore
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
-	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store/file"
@@ -115,7 +114,7 @@ func BenchmarkRestore(b *testing.B) {
 	for b.Loop() {
 		target := filepath.Join(targets, fmt.Sprint(i))
 		i++
-		res, err := restore.Restore(context.Background(), restore.Options{Home: target, Store: st, Log: zerolog.Nop()})
+		res, err := restoreSnapshot(context.Background(), Options{Home: target, Store: st, Log: zerolog.Nop()}, staged{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -220,11 +220,11 @@ func (r *restorer) commit() error {
 	}
 	defer j.f.Close()
 	for _, a := range steps {
-		if r.o.hooks.kill != nil && r.o.hooks.kill(a) {
+		if r.s.hooks.kill != nil && r.s.hooks.kill(a) {
 			return errSimulatedKill
 		}
-		if r.o.hooks.beforeAction != nil {
-			if err := r.o.hooks.beforeAction(a); err != nil {
+		if r.s.hooks.beforeAction != nil {
+			if err := r.s.hooks.beforeAction(a); err != nil {
 				return r.rollback(steps, err)
 			}
 		}
@@ -317,8 +317,8 @@ func (r *restorer) setHomeMeta(rel string, e *archive.Entry) error {
 }
 
 func (r *restorer) rename(fromDir int, from string, toDir int, to string) error {
-	if r.o.hooks.rename != nil {
-		return r.o.hooks.rename(fromDir, from, toDir, to)
+	if r.s.hooks.rename != nil {
+		return r.s.hooks.rename(fromDir, from, toDir, to)
 	}
 	// Both parents opened beneath their directories: only the last
 	// component of either path is resolved by the rename itself.

@@ -1,5 +1,5 @@
 // Package restore makes a home equal to a snapshot: the decision table
-// that says whether to restore at all (Decide, RestoreHome), the plan and
+// that says whether to restore at all (Decide, Restore), the plan and
 // staging pass that fetch and check every file into a staging tree on the
 // home's volume, and the journaled commit that moves paths into place,
 // rolls back on failure and is undone after a kill. It reads snapshots

@@ -73,7 +73,7 @@ func adversaryHome(t *testing.T, mode uint32) (store.Store, string, string) {
 	}
 	must(os.Chmod(base, 0o755))
 	must(os.Chown(home, 1000, 1000))
-	if _, err := restoreWith(home, st, "", func(o *Options) { o.Chown = &Owner{1000, 1000} }); err != nil {
+	if _, err := restoreWith(home, st, "", func(o *Options, s *staged) { o.Chown = &Owner{1000, 1000} }); err != nil {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(outside, "secret")
@@ -130,8 +130,8 @@ func TestDeltaRestoreReplacesAHardLinkedFile(t *testing.T) {
 			st, home, secret := adversaryHome(t, c.mode)
 			linkOutside(t, home, victim, secret, c.asUser)
 			var kind ChangeKind
-			_, err := restoreWith(home, st, "", func(o *Options) {
-				o.Delta, o.Chown = true, &Owner{1000, 1000}
+			_, err := restoreWith(home, st, "", func(o *Options, s *staged) {
+				s.delta, o.Chown = true, &Owner{1000, 1000}
 				o.OnChange = func(c Change) {
 					if c.Path == victim {
 						kind = c.Kind
@@ -170,9 +170,9 @@ func TestCommitRefusesAFileHardLinkedMeanwhile(t *testing.T) {
 			if err := os.Chmod(filepath.Join(home, victim), 0o600); err != nil { // so the commit fixes its mode
 				t.Fatal(err)
 			}
-			_, err := restoreWith(home, st, "", func(o *Options) {
-				o.Delta, o.Chown = true, &Owner{1000, 1000}
-				o.hooks = &restoreHooks{beforeAction: func(a *action) error {
+			_, err := restoreWith(home, st, "", func(o *Options, s *staged) {
+				s.delta, o.Chown = true, &Owner{1000, 1000}
+				s.hooks = &restoreHooks{beforeAction: func(a *action) error {
 					if a.kind == actMeta && a.rel == victim {
 						linkOutside(t, home, victim, secret, c.asUser)
 					}
@@ -202,9 +202,9 @@ func TestJournalUndoLeavesAHardLinkedFileAlone(t *testing.T) {
 			// Another file changed, so a step follows the metadata step.
 			snaptest.Write(t, home, "secrets/master.key", "local")
 			fixed := false
-			_, err := restoreWith(home, st, "", func(o *Options) {
-				o.Delta, o.Chown = true, &Owner{1000, 1000}
-				o.hooks = &restoreHooks{kill: func(a *action) bool {
+			_, err := restoreWith(home, st, "", func(o *Options, s *staged) {
+				s.delta, o.Chown = true, &Owner{1000, 1000}
+				s.hooks = &restoreHooks{kill: func(a *action) bool {
 					if fixed {
 						return true
 					}

@@ -11,19 +11,6 @@ import (
 	"github.com/homesnap/homesnap/internal/store"
 )
 
-// HomeOptions configures a restore that first decides whether to restore
-// at all (the init container's and the operator's entry point).
-type HomeOptions struct {
-	Options
-	// AllowOlderHead restores, with a warning, a head older than the last
-	// commit the home's mark saw (see checkMark): the admin's override,
-	// after putting an older copy of the store back on purpose.
-	AllowOlderHead bool
-	// Step, when set, is told what the restore is doing, for the message
-	// of a deadline that expires.
-	Step func(string)
-}
-
 // HomeResult is the decision taken and, when it restored, the restore.
 type HomeResult struct {
 	Decision Decision
@@ -35,11 +22,12 @@ type HomeResult struct {
 	Walked bool
 }
 
-// RestoreHome decides from the home, its mark and the store what to do
-// (see Decide), does it, and marks the home with the snapshot it now
-// matches. Partial restores (Include/Exclude) skip the decision: they are
-// an operator's explicit request and leave the mark alone.
-func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
+// Restore is the restore, the init container's, the operator's and the
+// disaster recovery's: it decides from the home, its mark and the store
+// what to do (see Decide), does it, and marks the home with the snapshot
+// it now matches. Partial restores (Include/Exclude) skip the decision:
+// they are an operator's explicit request and leave the mark alone.
+func Restore(ctx context.Context, o Options) (*HomeResult, error) {
 	step := func(s string) {
 		if o.Step != nil {
 			o.Step(s)
@@ -102,24 +90,23 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 	default:
 		return res, nil
 	}
-	ro := o.Options
+	ro := o
 	ro.Snapshot = target
-	ro.Delta = res.Decision.Action != ActRestore
-	ro.recovered = !o.DryRun
+	s := staged{delta: res.Decision.Action != ActRestore, recovered: !o.DryRun}
 	if !o.DryRun && !partial {
 		// For the mark, and the manifest's chain: read while the home is
 		// prepared, not after the restore.
-		ro.record = loadRecord(ctx, o.Store, target)
+		s.record = loadRecord(ctx, o.Store, target)
 	}
 	step("restoring snapshot " + target)
-	if res.Restore, err = Restore(ctx, ro); err != nil {
+	if res.Restore, err = restoreSnapshot(ctx, ro, s); err != nil {
 		return res, err
 	}
-	if ro.record == nil {
+	if s.record == nil {
 		return res, nil
 	}
 	step("marking the home")
-	if err := markHome(o, target, head.Seq, res.Restore, ro.record); err != nil {
+	if err := markHome(o, target, head.Seq, res.Restore, s.record); err != nil {
 		o.Log.Warn().Err(err).Msg("the home was restored but could not be marked: the next restore will refuse it as unknown data unless forced")
 		return res, nil
 	}
@@ -128,7 +115,7 @@ func RestoreHome(ctx context.Context, o HomeOptions) (*HomeResult, error) {
 }
 
 // decisionError turns the refusing actions into errors.
-func decisionError(o HomeOptions, res *HomeResult) error {
+func decisionError(o Options, res *HomeResult) error {
 	switch res.Decision.Action {
 	case ActNoSnapshot:
 		return &EmptyStoreError{Store: o.Store.String()}
@@ -140,7 +127,7 @@ func decisionError(o HomeOptions, res *HomeResult) error {
 
 // survey fills in what the home and its mark say, and stat-walks the home
 // for its local changes only where they change the decision.
-func survey(ctx context.Context, o HomeOptions, head *repo.Head, target string, sit *Situation) (walked bool, err error) {
+func survey(ctx context.Context, o Options, head *repo.Head, target string, sit *Situation) (walked bool, err error) {
 	mark, err := homemark.Read(o.Home)
 	if err != nil {
 		return false, err
@@ -219,7 +206,7 @@ func (p *pendingRecord) get() (*repo.Record, error) {
 
 // markHome records that the home now matches snapshot id, as restore res
 // left it, and saw the head's commit count seq; record is the snapshot's.
-func markHome(o HomeOptions, id string, seq int64, res *Result, record *pendingRecord) error {
+func markHome(o Options, id string, seq int64, res *Result, record *pendingRecord) error {
 	rec, err := record.get()
 	if err != nil {
 		return err
@@ -261,7 +248,7 @@ func (e *BehindMarkError) Unwrap() error { return ErrBehindMark }
 // that cannot be read is left to the decision, which judges it
 // where it matters. Whoever writes the home can forge the mark, and so
 // refuse restores into it: no more than deleting the home's data does.
-func checkMark(o HomeOptions, head *repo.Head) error {
+func checkMark(o Options, head *repo.Head) error {
 	if head == nil {
 		return nil
 	}

@@ -30,7 +30,7 @@ func TestRestoredHomeMarkMatchesAWalk(t *testing.T) {
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		res, err := RestoreHome(context.Background(), HomeOptions{Options: Options{Home: home, Store: st, Selector: sel, Force: true, Log: zerolog.Nop()}})
+		res, err := Restore(context.Background(), Options{Home: home, Store: st, Selector: sel, Force: true, Log: zerolog.Nop()})
 		if err != nil || !res.Marked {
 			t.Fatalf("%s: restore: %v (marked %v)", name, err, res != nil && res.Marked)
 		}
@@ -81,16 +81,16 @@ func TestRestoredHomeMarkMatchesAWalk(t *testing.T) {
 func TestHeadMarkLeavesTheHomeWithoutAWalk(t *testing.T) {
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	id := snaptest.Snap(t, home, st).ID
-	restore := func(what string, o HomeOptions) *HomeResult {
+	restore := func(what string, o Options) *HomeResult {
 		t.Helper()
 		o.Home, o.Store, o.Selector, o.Log = home, st, snaptest.Jenkins(t), zerolog.Nop()
-		res, err := RestoreHome(context.Background(), o)
+		res, err := Restore(context.Background(), o)
 		if err != nil && !errors.Is(err, ErrDiverged) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		return res
 	}
-	leftAlone := func(what string, o HomeOptions) {
+	leftAlone := func(what string, o Options) {
 		t.Helper()
 		before := snaptest.All(t, home)
 		res := restore(what, o)
@@ -99,14 +99,14 @@ func TestHeadMarkLeavesTheHomeWithoutAWalk(t *testing.T) {
 		}
 		snaptest.AssertSame(t, before, snaptest.All(t, home))
 	}
-	leftAlone("unchanged", HomeOptions{})
+	leftAlone("unchanged", Options{})
 	snaptest.Write(t, home, "jobs/after-snapshot/config.xml", "<project/>")
-	leftAlone("changed since", HomeOptions{})
-	leftAlone("changed since, forced", HomeOptions{Options: Options{Force: true}})
+	leftAlone("changed since", Options{})
+	leftAlone("changed since, forced", Options{Force: true})
 
 	// The walk is still taken where it decides: restoring the mark's
 	// snapshot by name refuses to undo the change.
-	if res := restore("chosen", HomeOptions{Options: Options{Snapshot: id}}); res.Decision.Action != ActDiverged || !res.Walked {
+	if res := restore("chosen", Options{Snapshot: id}); res.Decision.Action != ActDiverged || !res.Walked {
 		t.Errorf("the mark's snapshot chosen by name: %s, walked %v; want diverged after a walk", res.Decision.Action, res.Walked)
 	}
 
@@ -122,7 +122,7 @@ func TestHeadMarkLeavesTheHomeWithoutAWalk(t *testing.T) {
 	if err := homemark.Write(home, mark); err != nil {
 		t.Fatal(err)
 	}
-	leftAlone("forged mark", HomeOptions{})
+	leftAlone("forged mark", Options{})
 
 	// The selection removed: a home holding none of it is restored, mark
 	// or not.
@@ -131,7 +131,7 @@ func TestHeadMarkLeavesTheHomeWithoutAWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if res := restore("emptied", HomeOptions{}); res.Decision.Action != ActRestore || res.Walked || !res.Marked {
+	if res := restore("emptied", Options{}); res.Decision.Action != ActRestore || res.Walked || !res.Marked {
 		t.Errorf("a marked home emptied of its selection: %s (%s), walked %v, marked %v; want a restore", res.Decision.Action, res.Decision.Reason, res.Walked, res.Marked)
 	}
 }

@@ -29,7 +29,6 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/repo"
-	"github.com/homesnap/homesnap/internal/selector"
 )
 
 const corpusID = "20260101T000000.000Z-c0ffee"
@@ -126,7 +125,7 @@ func (b *corpusStore) snapshot(preset string, files []cfile, edit func([]*archiv
 		return err
 	}
 	var m bytes.Buffer
-	w, err := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: selector.Spec{Preset: preset}})
+	w, err := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: archive.Selection{Preset: preset}})
 	if err != nil {
 		return err
 	}
@@ -261,7 +260,7 @@ var hostileCases = []hostileCase{
 				return err
 			}
 			var m bytes.Buffer
-			w, _ := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: selector.Spec{Preset: "jenkins"}})
+			w, _ := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: archive.Selection{Preset: "jenkins"}})
 			for _, e := range []*archive.Entry{{Path: "jobs", Type: archive.TypeDir, Mode: 0o755}, {Path: "jobs/a", Type: archive.TypeDir, Mode: 0o755}} {
 				w.ForceWrite(e)
 			}
@@ -339,7 +338,7 @@ var hostileCases = []hostileCase{
 				return err
 			}
 			var m bytes.Buffer
-			w, _ := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: selector.Spec{Preset: "jenkins"}})
+			w, _ := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: archive.Selection{Preset: "jenkins"}})
 			for _, f := range baseSnapshot() {
 				if f.path == "secrets/master.key" || f.path == "nodes/n/config.xml" {
 					continue
@@ -357,7 +356,7 @@ var hostileCases = []hostileCase{
 	{name: "manifest-line-bomb", want: "longer than",
 		about: "After the header, a manifest line of 256 MiB without a newline (a few KiB compressed). Lines are bounded (1 MiB): refused without buffering it.",
 		build: func(b *corpusStore) error {
-			hdr, _ := json.Marshal(archive.Header{Format: archive.FormatVersion, ID: corpusID, Created: corpusTime, Selection: selector.Spec{Preset: "jenkins"}})
+			hdr, _ := json.Marshal(archive.Header{Format: archive.FormatVersion, ID: corpusID, Created: corpusTime, Selection: archive.Selection{Preset: "jenkins"}})
 			data, err := zstdStream(io.MultiReader(bytes.NewReader(append(hdr, '\n')), io.LimitReader(letters{}, 256<<20)), 1<<20)
 			if err != nil {
 				return err
@@ -368,7 +367,7 @@ var hostileCases = []hostileCase{
 		about: "An honest (empty) manifest followed by 65 MiB of blank lines, compressed with a 64 MiB zstd window (homesnap writes 8 MiB at most). The decoder's window is bounded: refused before it allocates.",
 		build: func(b *corpusStore) error {
 			var m bytes.Buffer
-			w, _ := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: selector.Spec{Preset: "jenkins"}})
+			w, _ := archive.NewManifestWriter(&m, archive.Header{ID: corpusID, Created: corpusTime, Selection: archive.Selection{Preset: "jenkins"}})
 			w.Close(0, 0)
 			zr, _ := zstd.NewReader(bytes.NewReader(m.Bytes()))
 			defer zr.Close()

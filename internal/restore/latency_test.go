@@ -46,7 +46,7 @@ func TestRestoreReadsEachManifestLayerOnce(t *testing.T) {
 				}
 			}
 			counted := &getCounter{Store: st, gets: map[string]int{}}
-			res, err := restoreWith(target, counted, second.ID, func(o *Options) { o.Delta = tc.delta })
+			res, err := restoreWith(target, counted, second.ID, func(o *Options, s *staged) { s.delta = tc.delta })
 			if err != nil {
 				t.Fatal(err)
 			}

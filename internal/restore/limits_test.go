@@ -39,8 +39,8 @@ func TestFailedRollbackDeletesNothing(t *testing.T) {
 	target := driftedHome(t, t.TempDir())
 	before := snaptest.All(t, target)
 	failed, moves := false, 0
-	_, err := restoreWith(target, st, "", func(o *Options) {
-		o.hooks = &restoreHooks{
+	_, err := restoreWith(target, st, "", func(o *Options, s *staged) {
+		s.hooks = &restoreHooks{
 			beforeAction: func(a *action) error {
 				if a.kind == actMoveIn {
 					if moves++; moves == 3 {
@@ -109,9 +109,9 @@ func TestCommitNeedsNoNewInodes(t *testing.T) {
 	snaptest.Snap(t, home, st)
 	target := driftedHome(t, mountTmpfs(t, "size=128m"))
 	seen := map[uint64]bool{}
-	_, err := restoreWith(target, st, "", func(o *Options) {
+	_, err := restoreWith(target, st, "", func(o *Options, s *staged) {
 		o.Force = true
-		o.hooks = &restoreHooks{beforeAction: func(*action) error {
+		s.hooks = &restoreHooks{beforeAction: func(*action) error {
 			seen[freeInodes(t, target)] = true
 			return nil
 		}}
@@ -194,7 +194,7 @@ func TestPathsNearPathMaxRestore(t *testing.T) {
 	snaptest.AssertSame(t, want, snaptest.Selected(t, home))
 	// Delta and forced restores move single deep paths in and aside.
 	snaptest.Write(t, home, rel, "<changed/>")
-	res, err := restoreWith(home, st, "", func(o *Options) { o.Delta, o.Force = true, true })
+	res, err := restoreWith(home, st, "", func(o *Options, s *staged) { s.delta, o.Force = true, true })
 	if err != nil || res.Fetched != 1 {
 		t.Fatalf("delta restore of a deep path: %+v %v", res, err)
 	}
@@ -215,9 +215,9 @@ func TestKilledRestoreIsUndoneByTheNextRun(t *testing.T) {
 			target := driftedHome(t, t.TempDir())
 			before := snaptest.All(t, target)
 			steps := 0
-			_, err := restoreWith(target, st, "", func(o *Options) {
+			_, err := restoreWith(target, st, "", func(o *Options, s *staged) {
 				o.Force = true
-				o.hooks = &restoreHooks{kill: func(*action) bool { steps++; return steps == at }}
+				s.hooks = &restoreHooks{kill: func(*action) bool { steps++; return steps == at }}
 			})
 			if !errors.Is(err, errSimulatedKill) {
 				t.Fatalf("restore: %v", err)
@@ -251,7 +251,7 @@ func TestConcurrentRestoreIsRefused(t *testing.T) {
 	snaptest.Snap(t, home, st)
 	target := t.TempDir()
 	var second error
-	_, err := restoreWith(target, st, "", func(o *Options) {
+	_, err := restoreWith(target, st, "", func(o *Options, s *staged) {
 		o.BeforeCommit = func(context.Context, fs.FS) error {
 			_, second = restoreWith(target, st, "", nil)
 			return nil

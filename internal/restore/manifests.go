@@ -33,6 +33,8 @@ type manifestCopies struct {
 	made  []*os.File          // every file created, closed with the restore
 }
 
+func (m *manifestCopies) Unwrap() store.Store { return m.Store }
+
 func newManifestCopies(st store.Store, dir int) *manifestCopies {
 	return &manifestCopies{Store: st, dir: dir, files: map[string]*os.File{}}
 }

@@ -28,12 +28,12 @@ func TestHeadBehindTheMarkIsRefusedOnlyForItsStore(t *testing.T) {
 		}
 		return home
 	}
-	restore := func(home string, o HomeOptions) error {
+	restore := func(home string, o Options) error {
 		o.Home, o.Store, o.Selector, o.Force, o.Log = home, st, sel, true, zerolog.Nop()
-		_, err := RestoreHome(context.Background(), o)
+		_, err := Restore(context.Background(), o)
 		return err
 	}
-	for name, o := range map[string]HomeOptions{"whole": {}, "partial": {Options: Options{Include: []string{"jobs/**"}}}} {
+	for name, o := range map[string]Options{"whole": {}, "partial": {Include: []string{"jobs/**"}}} {
 		t.Run(name, func(t *testing.T) {
 			var behind *BehindMarkError
 			if err := restore(mark(t, st.String(), 5), o); !errors.As(err, &behind) || !errors.Is(err, auth.ErrRollback) || behind.MarkSeq != 5 || behind.HeadSeq != 1 {
@@ -42,18 +42,18 @@ func TestHeadBehindTheMarkIsRefusedOnlyForItsStore(t *testing.T) {
 		})
 	}
 	t.Run("another store", func(t *testing.T) {
-		if err := restore(mark(t, "file:///elsewhere", 5), HomeOptions{}); err != nil {
+		if err := restore(mark(t, "file:///elsewhere", 5), Options{}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("a mark without a count", func(t *testing.T) {
-		if err := restore(mark(t, st.String(), 0), HomeOptions{}); err != nil {
+		if err := restore(mark(t, st.String(), 0), Options{}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("overridden", func(t *testing.T) {
 		home := mark(t, st.String(), 5)
-		if err := restore(home, HomeOptions{AllowOlderHead: true}); err != nil {
+		if err := restore(home, Options{AllowOlderHead: true}); err != nil {
 			t.Fatal(err)
 		}
 		if m, err := homemark.Read(home); err != nil || m.Seq != 1 {

@@ -36,7 +36,7 @@ func TestForcedRestoreKeepsWhatItReplacesOrRemoves(t *testing.T) {
 	snaptest.Write(t, target, "jobs/test/config.xml", "<project>local edit</project>")
 	local := snaptest.All(t, target)
 
-	res, err := restoreWith(target, st, "", func(o *Options) { o.Force = true })
+	res, err := restoreWith(target, st, "", func(o *Options, s *staged) { o.Force = true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestEmptySnapshotIsRefusedUnlessForced(t *testing.T) {
 		t.Fatalf("restore of an empty snapshot: %v", err)
 	}
 	snaptest.AssertSame(t, before, snaptest.All(t, home))
-	res, err := restoreWith(home, st, "", func(o *Options) { o.Force = true })
+	res, err := restoreWith(home, st, "", func(o *Options, s *staged) { o.Force = true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestDeltaRestoreFetchesOnlyWhatDiffers(t *testing.T) {
 			changed++
 		}
 	}
-	res, err := restoreWith(target, st, "", func(o *Options) { o.Delta = true })
+	res, err := restoreWith(target, st, "", func(o *Options, s *staged) { s.delta = true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +140,8 @@ func TestDryRunReportsAndChangesNothing(t *testing.T) {
 	snaptest.Snap(t, home, st)
 	before := snaptest.All(t, target)
 	var changes []Change
-	dry, err := restoreWith(target, st, "", func(o *Options) {
-		o.DryRun, o.Delta = true, true
+	dry, err := restoreWith(target, st, "", func(o *Options, s *staged) {
+		o.DryRun, s.delta = true, true
 		o.OnChange = func(c Change) { changes = append(changes, c) }
 	})
 	if err != nil {
@@ -154,14 +154,14 @@ func TestDryRunReportsAndChangesNothing(t *testing.T) {
 	}) {
 		t.Errorf("the deleted build is not reported as removed: %v", changes)
 	}
-	real, err := restoreWith(target, st, "", func(o *Options) { o.Delta = true })
+	real, err := restoreWith(target, st, "", func(o *Options, s *staged) { s.delta = true })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dry.Fetched != real.Fetched || dry.Written != real.Written || dry.WrittenBytes != real.WrittenBytes || dry.WrittenBytes == 0 || dry.Removed != real.Removed || dry.MetaFixed != real.MetaFixed || !dry.DryRun {
 		t.Errorf("dry run %+v\nreal run %+v", dry, real)
 	}
-	if _, err := restoreWith(filepath.Join(target, "nowhere"), st, "", func(o *Options) { o.DryRun = true }); err != nil {
+	if _, err := restoreWith(filepath.Join(target, "nowhere"), st, "", func(o *Options, s *staged) { o.DryRun = true }); err != nil {
 		t.Errorf("dry run into a home that does not exist yet: %v", err)
 	}
 }
@@ -178,8 +178,8 @@ func TestBeforeCommitSeesTheHomeToBeAndCanAbort(t *testing.T) {
 	snaptest.Write(t, target, "plugins/git.jpi", "PK")
 	before := snaptest.All(t, target)
 	veto := errors.New("agents would not reconnect")
-	_, err := restoreWith(target, st, "", func(o *Options) {
-		o.Delta = true
+	_, err := restoreWith(target, st, "", func(o *Options, s *staged) {
+		s.delta = true
 		o.BeforeCommit = func(ctx context.Context, fsys fs.FS) error {
 			got, err := fs.ReadFile(fsys, "jobs/test/config.xml")
 			if err != nil || !strings.Contains(string(got), "edited") {
@@ -222,7 +222,7 @@ func TestChownOwnsWhatTheRestoreWrites(t *testing.T) {
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	snaptest.Snap(t, home, st)
 	target := t.TempDir()
-	if _, err := restoreWith(target, st, "", func(o *Options) { o.Chown = &Owner{UID: 1234, GID: 5678} }); err != nil {
+	if _, err := restoreWith(target, st, "", func(o *Options, s *staged) { o.Chown = &Owner{UID: 1234, GID: 5678} }); err != nil {
 		t.Fatal(err)
 	}
 	for p, a := range snaptest.Selected(t, target) {
@@ -232,7 +232,7 @@ func TestChownOwnsWhatTheRestoreWrites(t *testing.T) {
 	}
 	// What a forced restore keeps is reachable by that user.
 	snaptest.Write(t, target, "jobs/newjob/config.xml", "<project/>")
-	res, err := restoreWith(target, st, "", func(o *Options) { o.Force, o.Chown = true, &Owner{UID: 1234, GID: 5678} })
+	res, err := restoreWith(target, st, "", func(o *Options, s *staged) { o.Force, o.Chown = true, &Owner{UID: 1234, GID: 5678} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestPartialRestoreStaysInsideTheInclude(t *testing.T) {
 	snaptest.Write(t, target, "jobs/test/builds/99/log", "local build")
 	snaptest.Write(t, target, "jobs/newjob/config.xml", "<project/>")
 	before := snaptest.Selected(t, target)
-	if _, err := restoreWith(target, st, "", func(o *Options) { o.Include = []string{"jobs/test"} }); err != nil {
+	if _, err := restoreWith(target, st, "", func(o *Options, s *staged) { o.Include = []string{"jobs/test"} }); err != nil {
 		t.Fatal(err)
 	}
 	after := snaptest.Selected(t, target)

@@ -27,7 +27,7 @@ func TestRestoreReportsProgress(t *testing.T) {
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	s := snaptest.Snap(t, home, st)
 	var p countProgress
-	res, err := restoreWith(t.TempDir(), st, "", func(o *Options) { o.Progress = &p })
+	res, err := restoreWith(t.TempDir(), st, "", func(o *Options, s *staged) { o.Progress = &p })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestRestoreReportsProgress(t *testing.T) {
 	}
 	// A dry run reports nothing: it does nothing.
 	var dry countProgress
-	if _, err := restoreWith(t.TempDir(), st, "", func(o *Options) { o.Progress, o.DryRun = &dry, true }); err != nil {
+	if _, err := restoreWith(t.TempDir(), st, "", func(o *Options, s *staged) { o.Progress, o.DryRun = &dry, true }); err != nil {
 		t.Fatal(err)
 	}
 	if dry.plannedFiles.Load() != 0 || dry.doneFiles.Load() != 0 {

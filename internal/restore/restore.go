@@ -26,12 +26,15 @@ import (
 	"github.com/homesnap/homesnap/internal/store"
 )
 
-// Options configures one restore.
+// Options are every input of a restore (Restore): the command passes
+// them all, and nothing else steers it.
 type Options struct {
-	Home     string
-	Store    store.Store
-	Snapshot string // empty: the newest
-	Jobs     int    // runs read and decoded at once; 0 means 8 (fetch.OpenAhead more may have their request sent)
+	Home  string
+	Store store.Store
+	// Snapshot is the snapshot chosen (--snapshot, or --at resolved by
+	// the caller on the store's history), empty for the head.
+	Snapshot string
+	Jobs     int // runs read and decoded at once; 0 means 8 (fetch.OpenAhead more may have their request sent)
 	// AllowEmpty makes a store without snapshots a successful no-op (first
 	// boot of an init container) instead of an error.
 	AllowEmpty bool
@@ -43,11 +46,6 @@ type Options struct {
 	// one job or folder); paths outside them are neither written nor
 	// removed.
 	Include, Exclude []string
-	// Delta fetches and replaces only what differs from the home: a file
-	// whose size, mode, mtime (and owner, as root) match is left alone,
-	// and one whose size matches but metadata does not is hashed first.
-	// Without it every selected path is written afresh.
-	Delta bool
 	// Force allows a restore that would remove most of the home's selected
 	// paths (ErrWouldRemoveMost otherwise), and keeps every local path it
 	// replaces or removes in Result.Displaced instead of deleting it.
@@ -78,10 +76,27 @@ type Options struct {
 	// (not in a dry run).
 	Progress fetch.Progress
 	Log      zerolog.Logger
+	// AllowOlderHead restores, with a warning, a head older than the last
+	// commit the home's mark saw (see checkMark): the admin's override,
+	// after putting an older copy of the store back on purpose.
+	AllowOlderHead bool
+	// Step, when set, is told what the restore is doing, for the message
+	// of a deadline that expires.
+	Step func(string)
+}
 
+// staged is what the decision (Restore) hands the staged restore
+// (restoreSnapshot) besides the Options: derived inputs, never the
+// caller's.
+type staged struct {
+	// delta fetches and replaces only what differs from the home: a file
+	// whose size, mode, mtime (and owner, as root) match is left alone,
+	// and one whose size matches but metadata does not is hashed first.
+	// Without it every selected path is written afresh.
+	delta     bool
+	recovered bool           // an interrupted restore was recovered already
+	record    *pendingRecord // the snapshot's record, read meanwhile (nil: not needed)
 	hooks     *restoreHooks  // tests inject failures here
-	recovered bool           // RestoreHome recovered the home already
-	record    *pendingRecord // the snapshot's record, when RestoreHome reads it
 }
 
 // Owner is a numeric owner and group.
@@ -181,12 +196,12 @@ const (
 	displacedPrefix = scan.ReservedPrefix + "displaced-"
 )
 
-// Restore makes the selected paths of the home equal to a snapshot. Every
-// file is written into a staging directory on the home's volume and checked
-// against its hash; only then are paths moved into place. Any failure before
-// that leaves the home exactly as it was; a failure while moving rolls the
-// moves back.
-func Restore(ctx context.Context, o Options) (*Result, error) {
+// restoreSnapshot makes the selected paths of the home equal to snapshot
+// o.Snapshot (the head when empty). Every file is written into a staging
+// directory on the home's volume and checked against its hash; only then
+// are paths moved into place. Any failure before that leaves the home
+// exactly as it was; a failure while moving rolls the moves back.
+func restoreSnapshot(ctx context.Context, o Options, s staged) (*Result, error) {
 	start := time.Now()
 	if err := homemark.Check(o.Home, !o.DryRun); err != nil && !(o.DryRun && errors.Is(err, fs.ErrNotExist)) {
 		return nil, err
@@ -197,8 +212,8 @@ func Restore(ctx context.Context, o Options) (*Result, error) {
 	if _, err := fetch.LocalSelector(o.Selector, o.Include, o.Exclude); err != nil {
 		return nil, err
 	}
-	if o.hooks == nil {
-		o.hooks = &restoreHooks{}
+	if s.hooks == nil {
+		s.hooks = &restoreHooks{}
 	}
 	id := o.Snapshot
 	if id == "" {
@@ -216,7 +231,7 @@ func Restore(ctx context.Context, o Options) (*Result, error) {
 	} else if err := repo.CheckID(id); err != nil {
 		return nil, err
 	}
-	r := &restorer{o: o, id: id, res: Result{ID: id, DryRun: o.DryRun}}
+	r := &restorer{o: o, s: s, id: id, res: Result{ID: id, DryRun: o.DryRun}}
 	r.fetch = &fetch.Fetcher{Store: o.Store, Fetched: &r.fetched, Verb: "restore", Note: "; nothing was changed in the home",
 		File: func(e *archive.Entry, src io.Reader) error { return r.writeFile(e.Path, e, src) }}
 	if err := r.run(ctx); err != nil {
@@ -240,6 +255,7 @@ type restoreHooks struct {
 
 type restorer struct {
 	o       Options
+	s       staged
 	id      string
 	res     Result
 	root    bool // running as root: restore numeric owners
@@ -279,7 +295,7 @@ func (r *restorer) run(ctx context.Context) (err error) {
 		if err := lockHome(r.home, r.o.Home); err != nil {
 			return err
 		}
-		if !r.o.recovered {
+		if !r.s.recovered {
 			if err := recoverLeftovers(r.home, r.o.Home, r.o.Selector, r.o.Log); err != nil {
 				return err
 			}
@@ -443,8 +459,8 @@ func (r *restorer) openPlan(ctx context.Context) (*fetch.Plan, error) {
 		st = r.manifests
 	}
 	var layers []string // the chain, when the record is at hand: its layers are requested at once
-	if r.o.record != nil {
-		if rec, err := r.o.record.get(); err == nil {
+	if r.s.record != nil {
+		if rec, err := r.s.record.get(); err == nil {
 			layers = rec.Layers()
 		}
 	}

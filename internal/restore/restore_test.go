@@ -29,13 +29,16 @@ func restore(home string, st store.Store, id string) error {
 	return err
 }
 
-// restoreWith restores with options adjusted by set.
-func restoreWith(home string, st store.Store, id string, set func(*Options)) (*Result, error) {
+// restoreWith restores snapshot id (the head when empty) as the
+// decision would, with the options and what the decision hands the
+// staged restore adjusted by set.
+func restoreWith(home string, st store.Store, id string, set func(*Options, *staged)) (*Result, error) {
 	o := Options{Home: home, Store: st, Snapshot: id, Log: zerolog.Nop()}
+	var s staged
 	if set != nil {
-		set(&o)
+		set(&o, &s)
 	}
-	return Restore(context.Background(), o)
+	return restoreSnapshot(context.Background(), o, s)
 }
 
 func TestRoundTripReproducesEveryAttribute(t *testing.T) {
@@ -286,7 +289,7 @@ func TestStoreErrorsAreClear(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no snapshot") {
 		t.Errorf("empty store: %v", err)
 	}
-	res, err := Restore(context.Background(), Options{Home: t.TempDir(), Store: empty, AllowEmpty: true, Log: zerolog.Nop()})
+	res, err := restoreSnapshot(context.Background(), Options{Home: t.TempDir(), Store: empty, AllowEmpty: true, Log: zerolog.Nop()}, staged{})
 	if err != nil || !res.Empty {
 		t.Errorf("allow-empty: %+v %v", res, err)
 	}
@@ -318,8 +321,8 @@ func TestFailureWhileMovingIntoPlaceRollsBack(t *testing.T) {
 func assertRolledBack(t *testing.T, target string, st store.Store, failAt func(rel string) error) {
 	t.Helper()
 	before := snaptest.All(t, target)
-	_, err := restoreWith(target, st, "", func(o *Options) {
-		o.hooks = &restoreHooks{beforeAction: func(a *action) error {
+	_, err := restoreWith(target, st, "", func(o *Options, s *staged) {
+		s.hooks = &restoreHooks{beforeAction: func(a *action) error {
 			if a.kind == actMeta {
 				return nil
 			}

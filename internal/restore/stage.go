@@ -151,16 +151,16 @@ func (s *stager) entry(e *archive.Entry) error {
 		return nil
 	case e.Type == archive.TypeDir && e.Implied && exists:
 		return fmt.Errorf("%w: %s is not selected and not a directory, but the snapshot has selected paths below it; nothing was changed (move it away and restore again)", ErrInTheWay, r.abs(e.Path))
-	case exists && !isDir && r.o.Delta && r.sameEntry(&st, e):
+	case exists && !isDir && r.s.delta && r.sameEntry(&st, e):
 		r.res.Unchanged++
 		return nil
-	case exists && !isDir && r.o.Delta && e.Type == archive.TypeFile && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Nlink > 1:
+	case exists && !isDir && r.s.delta && e.Type == archive.TypeFile && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Nlink > 1:
 		// Its metadata could be fixed only on an inode another name shares,
 		// maybe a file outside the home: the name is replaced instead
 		// (below), and the old one kept with what the restore displaces.
 		r.o.Log.Warn().Str("path", r.abs(e.Path)).Uint64("links", uint64(st.Nlink)).
 			Msg("replacing a hard-linked file by a fresh copy rather than changing an inode other names share")
-	case exists && !isDir && r.o.Delta && e.Type == archive.TypeFile && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size:
+	case exists && !isDir && r.s.delta && e.Type == archive.TypeFile && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size:
 		same, err := r.sameContent(e)
 		if err != nil {
 			return err

@@ -95,7 +95,7 @@ func TestRootSidecarLeavesOutHardLinkedFilesOfOthers(t *testing.T) {
 				}
 			}
 			target := t.TempDir()
-			if _, err := restoreIntoWith(target, st, "", nil); err != nil {
+			if err := restoreInto(target, st, ""); err != nil {
 				t.Fatal(err)
 			}
 			if data, err := os.ReadFile(filepath.Join(target, "secrets/stolen.key")); err == nil {

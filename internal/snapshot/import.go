@@ -356,7 +356,7 @@ func (s *writer) writeImportManifest(ctx context.Context, entries []importing, s
 	defer cancel()
 	up := repo.NewUpload(ctx, s.st, repo.ManifestKey(s.id))
 	mw, err := archive.NewManifestWriter(up, archive.Header{
-		ID: s.id, Parent: s.parentID, Created: time.Now().UTC(), Host: hostname(), Selection: sel.Spec(),
+		ID: s.id, Parent: s.parentID, Created: time.Now().UTC(), Host: hostname(), Selection: archive.Selection(sel.Spec()),
 	})
 	if err != nil {
 		return up.Abort(err)

@@ -416,7 +416,7 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 	archiveUp := repo.NewLazyUpload(ctx, s.o.Store, repo.ArchiveKey(s.id))
 	mw, err := archive.NewManifestWriter(manifest, archive.Header{
 		ID: s.id, Parent: s.parentID, Created: time.Now().UTC(),
-		Host: hostname(), Selection: s.o.Selector.Spec(), Base: s.base, Chain: s.chain,
+		Host: hostname(), Selection: archive.Selection(s.o.Selector.Spec()), Base: s.base, Chain: s.chain,
 	})
 	if err != nil {
 		return nil, err

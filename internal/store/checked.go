@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
+	"strings"
 )
 
 // Checked wraps a backend with what every store does alike, so that each
@@ -23,6 +25,8 @@ func Checked(s Store) Store {
 }
 
 type checked struct{ Store }
+
+func (c checked) Unwrap() Store { return c.Store }
 
 func (c checked) check(op, key string) error {
 	if err := CheckKey(key); err != nil {
@@ -77,4 +81,29 @@ func (c checked) Swap(ctx context.Context, key string, data []byte, old Version)
 		return "", err
 	}
 	return c.Store.Swap(ctx, key, data, old)
+}
+
+// CheckKey rejects keys that are not clean relative slash paths, the same
+// rule for every backend so that a key valid on one store is valid on all.
+func CheckKey(key string) error {
+	if key == "" || key == "." || strings.HasPrefix(key, "/") || path.Clean(key) != key || key == ".." || strings.HasPrefix(key, "../") {
+		return fmt.Errorf("invalid key %q: want a relative slash-separated path", key)
+	}
+	return nil
+}
+
+// ContextReader ends a long read with ctx's error once ctx is done, for
+// uploaders that would otherwise drain the whole reader before noticing.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -79,24 +79,3 @@ var hostRE = regexp.MustCompile(`^([A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,
 var errBadHost = errors.New("malformed host")
 
 func validHost(h string) bool { return hostRE.MatchString(h) }
-
-var optionNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
-
-// optionNames lists names for a message, leaving out any that does not
-// look like an option's name: a token pasted into the query with no "="
-// arrives as a name.
-func optionNames(names []string) string {
-	var shown []string
-	hidden := 0
-	for _, n := range names {
-		if optionNameRE.MatchString(n) {
-			shown = append(shown, n)
-		} else {
-			hidden++
-		}
-	}
-	if hidden > 0 {
-		shown = append(shown, fmt.Sprintf("%d name(s) not shown (they may be credentials)", hidden))
-	}
-	return strings.Join(shown, ", ")
-}

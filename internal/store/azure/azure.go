@@ -34,6 +34,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 )
 
 func init() {
@@ -50,7 +51,7 @@ type Store struct {
 	container   *container.Client
 	name        string
 	containerID string
-	prefix      store.Prefix
+	prefix      backend.Prefix
 	blockSize   int64
 	concurrency int
 	pageSize    int32
@@ -59,20 +60,20 @@ type Store struct {
 // Open opens the store named by u, taking credentials from getenv (tests
 // pass their own environment).
 func Open(ctx context.Context, u *url.URL, getenv func(string) string) (*Store, error) {
-	cont, prefix, name, err := store.BucketURL(u, "container")
+	cont, prefix, name, err := backend.BucketURL(u, "container")
 	if err != nil {
 		return nil, err
 	}
-	o := store.NewOptions(u)
+	o := backend.NewOptions(u)
 	account := o.String("account", getenv("AZURE_STORAGE_ACCOUNT"))
 	endpoint := o.Endpoint("endpoint")
 	s := &Store{
 		name:        name,
 		containerID: cont,
 		prefix:      prefix,
-		blockSize:   o.Size("part_size", store.DefaultPartSize, 1<<20, 4000<<20),
-		concurrency: o.Int("upload_concurrency", store.DefaultConcurrency, 1, 64),
-		pageSize:    int32(o.Int("list_page_size", store.DefaultPageSize, 1, 5000)),
+		blockSize:   o.Size("part_size", backend.DefaultPartSize, 1<<20, 4000<<20),
+		concurrency: o.Int("upload_concurrency", backend.DefaultConcurrency, 1, 64),
+		pageSize:    int32(o.Int("list_page_size", backend.DefaultPageSize, 1, 5000)),
 	}
 	opts := &azblob.ClientOptions{ClientOptions: policy.ClientOptions{Retry: policy.RetryOptions{
 		MaxRetries:    int32(o.Int("max_attempts", 10, 1, 100) - 1),
@@ -141,7 +142,7 @@ func (s *Store) fail(op, key string, err error) error {
 	hint := ""
 	switch {
 	case bloberror.HasCode(err, bloberror.ContainerNotFound):
-		kind, hint = store.ErrNotExist, store.MissingBucket("container", s.containerID)
+		kind, hint = store.ErrNotExist, backend.MissingBucket("container", s.containerID)
 	case bloberror.HasCode(err, bloberror.BlobNotFound) || status(err) == http.StatusNotFound:
 		kind = store.ErrNotExist
 	case bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists) || status(err) == http.StatusPreconditionFailed:
@@ -154,7 +155,7 @@ func (s *Store) fail(op, key string, err error) error {
 	case bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch) || status(err) == http.StatusForbidden:
 		hint = fmt.Sprintf("access denied: grant the identity from %s the Storage Blob Data Contributor role on container %q", creds, s.containerID)
 	}
-	return store.Fail(op, s.name, key, kind, hint, shorten(err))
+	return backend.Fail(op, s.name, key, kind, hint, shorten(err))
 }
 
 func (s *Store) blob(key string) *blockblob.Client {
@@ -239,7 +240,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) e
 // Delete removes keys with parallel single deletes (Azurite does not
 // implement blob batches).
 func (s *Store) Delete(ctx context.Context, keys ...string) error {
-	return store.Parallel(ctx, store.DeleteParallelism, keys, func(ctx context.Context, key string) error {
+	return backend.Parallel(ctx, backend.DeleteParallelism, keys, func(ctx context.Context, key string) error {
 		_, err := s.blob(key).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeInclude)})
 		if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
 			return s.fail("delete", key, err)
@@ -273,7 +274,7 @@ func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Ver
 	})
 	if err != nil {
 		if old != "" && bloberror.HasCode(err, bloberror.BlobNotFound) {
-			return "", store.Fail("swap", s.name, key, store.ErrPrecondition, "", err)
+			return "", backend.Fail("swap", s.name, key, store.ErrPrecondition, "", err)
 		}
 		return "", s.fail("swap", key, err)
 	}
@@ -287,7 +288,7 @@ func shorten(err error) error {
 	if !errors.As(err, &re) {
 		return err
 	}
-	return store.Retext(fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode), err)
+	return backend.Retext(fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode), err)
 }
 
 func deref[T any](p *T, def T) T {

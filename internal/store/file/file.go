@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 )
 
 func init() {
@@ -30,7 +31,7 @@ func init() {
 			return nil, fmt.Errorf("store %s: file URLs need an absolute path (file:///path), got host %q", store.RedactURL(u), u.Host)
 		}
 		// Like the object stores' unknown options: a typo must not be ignored.
-		if err := store.NewOptions(u).Err(); err != nil {
+		if err := backend.NewOptions(u).Err(); err != nil {
 			return nil, err
 		}
 		return open(filepath.FromSlash(u.Path))

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 )
 
 func init() {
@@ -42,7 +43,7 @@ type Store struct {
 	bucket    *storage.BucketHandle
 	name      string
 	bucketID  string
-	prefix    store.Prefix
+	prefix    backend.Prefix
 	chunkSize int
 	pageSize  int
 }
@@ -50,19 +51,19 @@ type Store struct {
 // Open opens the store named by u; opts are passed to the client (tests
 // use them for credentials).
 func Open(ctx context.Context, u *url.URL, opts ...option.ClientOption) (*Store, error) {
-	bucket, prefix, name, err := store.BucketURL(u, "bucket")
+	bucket, prefix, name, err := backend.BucketURL(u, "bucket")
 	if err != nil {
 		return nil, err
 	}
-	o := store.NewOptions(u)
+	o := backend.NewOptions(u)
 	endpoint := o.Endpoint("endpoint")
 	s := &Store{
 		name:     name,
 		bucketID: bucket,
 		prefix:   prefix,
 		// Resumable uploads send chunks of a multiple of 256 KiB.
-		chunkSize: int(o.Size("part_size", store.DefaultPartSize, 256<<10, 1<<30)) &^ (256<<10 - 1),
-		pageSize:  o.Int("list_page_size", store.DefaultPageSize, 1, 1000),
+		chunkSize: int(o.Size("part_size", backend.DefaultPartSize, 256<<10, 1<<30)) &^ (256<<10 - 1),
+		pageSize:  o.Int("list_page_size", backend.DefaultPageSize, 1, 1000),
 	}
 	attempts := o.Int("max_attempts", 10, 1, 100)
 	if err := o.Err(); err != nil {
@@ -119,7 +120,7 @@ func (s *Store) fail(op, key string, err error) error {
 	hint := ""
 	switch {
 	case errors.Is(err, storage.ErrBucketNotExist):
-		kind, hint = store.ErrNotExist, store.MissingBucket("bucket", s.bucketID)
+		kind, hint = store.ErrNotExist, backend.MissingBucket("bucket", s.bucketID)
 	case errors.Is(err, storage.ErrObjectNotExist) || status(err) == http.StatusNotFound:
 		kind = store.ErrNotExist
 	case status(err) == http.StatusPreconditionFailed:
@@ -129,7 +130,7 @@ func (s *Store) fail(op, key string, err error) error {
 	case status(err) == http.StatusForbidden:
 		hint = fmt.Sprintf("access denied: grant the identity from %s roles/storage.objectAdmin on bucket %q", creds, s.bucketID)
 	}
-	return store.Fail(op, s.name, key, kind, hint, err)
+	return backend.Fail(op, s.name, key, kind, hint, err)
 }
 
 func (s *Store) object(key string) *storage.ObjectHandle {
@@ -207,7 +208,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(store.Object) e
 // Delete removes keys with parallel single deletes: the JSON API's batch
 // endpoint is not in the Go client.
 func (s *Store) Delete(ctx context.Context, keys ...string) error {
-	return store.Parallel(ctx, store.DeleteParallelism, keys, func(ctx context.Context, key string) error {
+	return backend.Parallel(ctx, backend.DeleteParallelism, keys, func(ctx context.Context, key string) error {
 		if err := s.object(key).Delete(ctx); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
 			return s.fail("delete", key, err)
 		}
@@ -249,7 +250,7 @@ func (s *Store) Swap(ctx context.Context, key string, data []byte, old store.Ver
 	}
 	if err := w.Close(); err != nil {
 		if old != "" && status(err) == http.StatusNotFound {
-			return "", store.Fail("swap", s.name, key, store.ErrPrecondition, "", err)
+			return "", backend.Fail("swap", s.name, key, store.ErrPrecondition, "", err)
 		}
 		return "", s.fail("swap", key, err)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 	"github.com/homesnap/homesnap/internal/store/s3proto"
 )
 
@@ -46,7 +47,7 @@ const creds = "the store URL's user info, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KE
 type Store struct {
 	client      *minio.Client
 	bucket      string
-	prefix      store.Prefix
+	prefix      backend.Prefix
 	name        string
 	partSize    uint64
 	concurrency uint
@@ -58,13 +59,13 @@ type Store struct {
 // Open opens the store named by u.
 func Open(ctx context.Context, u *url.URL) (*Store, error) {
 	bucket, rest, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-	prefix := store.CleanPrefix(rest)
+	prefix := backend.CleanPrefix(rest)
 	name := strings.TrimSuffix("minio://"+u.Host+"/"+bucket+"/"+string(prefix), "/")
 	fail := func(err error) error { return &store.Error{Op: "open", Store: name, Err: err} }
 	if u.Host == "" || bucket == "" {
 		return nil, fail(errors.New("want minio://HOST:PORT/BUCKET/optional/prefix"))
 	}
-	o := store.NewOptions(u)
+	o := backend.NewOptions(u)
 	secure := o.Bool("secure", true)
 	caPEM := o.File("ca_file")
 	pathStyle := o.Bool("path_style", true)
@@ -72,9 +73,9 @@ func Open(ctx context.Context, u *url.URL) (*Store, error) {
 		bucket:      bucket,
 		prefix:      prefix,
 		name:        name,
-		partSize:    uint64(o.Size("part_size", store.DefaultPartSize, 5<<20, 5<<30)),
-		concurrency: uint(o.Int("upload_concurrency", store.DefaultConcurrency, 1, 64)),
-		pageSize:    o.Int("list_page_size", store.DefaultPageSize, 1, 1000),
+		partSize:    uint64(o.Size("part_size", backend.DefaultPartSize, 5<<20, 5<<30)),
+		concurrency: uint(o.Int("upload_concurrency", backend.DefaultConcurrency, 1, 64)),
+		pageSize:    o.Int("list_page_size", backend.DefaultPageSize, 1, 1000),
 	}
 	s.bufs.New = func() any { b := make([]byte, s.partSize); return &b }
 	opts := &minio.Options{
@@ -177,7 +178,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 			// minio-go aborted with the caller's context, which may be the
 			// very thing that was cancelled: try once more, briefly. (An
 			// abandoned upload is still aborting in the background.)
-			actx, cancel := store.CleanupContext(ctx)
+			actx, cancel := backend.CleanupContext(ctx)
 			defer cancel()
 			s.client.RemoveIncompleteUpload(actx, s.bucket, name)
 		}

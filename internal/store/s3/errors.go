@@ -8,7 +8,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 
-	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 )
 
 // creds tells the user where this backend's credentials come from.
@@ -54,5 +54,5 @@ func shorten(err error) error {
 	if m := ae.ErrorMessage(); m != "" {
 		msg += ": " + m
 	}
-	return store.Retext(msg, err)
+	return backend.Retext(msg, err)
 }

@@ -40,6 +40,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 	"github.com/homesnap/homesnap/internal/store/s3proto"
 )
 
@@ -58,7 +59,7 @@ const (
 type Store struct {
 	client      *s3.Client
 	bucket      string
-	prefix      store.Prefix
+	prefix      backend.Prefix
 	name        string
 	partSize    int64
 	concurrency int
@@ -73,11 +74,11 @@ type Store struct {
 // Open opens the store named by u. optFns are applied after the defaults
 // (tests use them to pass static credentials).
 func Open(ctx context.Context, u *url.URL, optFns ...func(*config.LoadOptions) error) (*Store, error) {
-	bucket, prefix, name, err := store.BucketURL(u, "bucket")
+	bucket, prefix, name, err := backend.BucketURL(u, "bucket")
 	if err != nil {
 		return nil, err
 	}
-	o := store.NewOptions(u)
+	o := backend.NewOptions(u)
 	endpoint := o.Endpoint("endpoint")
 	region := o.String("region", "")
 	pathStyle := o.Bool("path_style", endpoint != "")
@@ -87,9 +88,9 @@ func Open(ctx context.Context, u *url.URL, optFns ...func(*config.LoadOptions) e
 		bucket:      bucket,
 		prefix:      prefix,
 		name:        name,
-		partSize:    o.Size("part_size", store.DefaultPartSize, 5<<20, 5<<30),
-		concurrency: o.Int("upload_concurrency", store.DefaultConcurrency, 1, 64),
-		pageSize:    int32(o.Int("list_page_size", store.DefaultPageSize, 1, 1000)),
+		partSize:    o.Size("part_size", backend.DefaultPartSize, 5<<20, 5<<30),
+		concurrency: o.Int("upload_concurrency", backend.DefaultConcurrency, 1, 64),
+		pageSize:    int32(o.Int("list_page_size", backend.DefaultPageSize, 1, 1000)),
 		sse:         types.ServerSideEncryption(o.String("sse", "")),
 		class:       types.StorageClass(o.String("storage_class", "")),
 	}
@@ -212,8 +213,8 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 	defer func() {
 		if err != nil {
 			// The caller's context may be what failed: abort regardless,
-			// once and briefly (store.CleanupTimeout).
-			actx, cancel := store.CleanupContext(ctx)
+			// once and briefly (backend.CleanupTimeout).
+			actx, cancel := backend.CleanupContext(ctx)
 			defer cancel()
 			s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: name, UploadId: id},
 				func(o *s3.Options) { o.RetryMaxAttempts = 1 })

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 )
 
 // Client is the little a backend's S3 client must do for Bucket.
@@ -29,7 +30,7 @@ type Client interface {
 type Bucket struct {
 	Store  string // the store's name in messages
 	Name   string // the bucket's
-	Prefix store.Prefix
+	Prefix backend.Prefix
 	Creds  string // where the backend takes its credentials from, for hints
 	Client Client
 }
@@ -38,7 +39,7 @@ type Bucket struct {
 // its S3 error code means.
 func (b *Bucket) Fail(op, key string, err error) error {
 	hint, kind := Cause(b.Client.Code(err), b.Name, b.Creds)
-	return store.Fail(op, b.Store, key, kind, hint, err)
+	return backend.Fail(op, b.Store, key, kind, hint, err)
 }
 
 // Probe judges the error of the one-key listing a backend makes at open, so
@@ -55,7 +56,7 @@ func (b *Bucket) Probe(err error) error {
 // deleted meanwhile answers NoSuchKey: the swap lost its race.
 func (b *Bucket) SwapFail(key string, old store.Version, err error) error {
 	if old != "" && b.Client.Code(err) == "NoSuchKey" {
-		return store.Fail("swap", b.Store, key, store.ErrPrecondition, "", err)
+		return backend.Fail("swap", b.Store, key, store.ErrPrecondition, "", err)
 	}
 	return b.Fail("swap", key, err)
 }
@@ -69,7 +70,7 @@ func (b *Bucket) Get(ctx context.Context, key string, offset, length int64) (io.
 	if err != nil {
 		return nil, fail(err)
 	}
-	return store.Resume(ctx, body, offset, length, func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	return backend.Resume(ctx, body, offset, length, func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 		body, _, err := b.open(ctx, name, offset, length, etag)
 		if err != nil {
 			return nil, fail(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 )
 
 // Cause explains an S3 error code: kind is the sentinel the code means, if
@@ -14,7 +15,7 @@ func Cause(code, bucket, creds string) (hint string, kind error) {
 	case "NoSuchKey", "NotFound":
 		return "", store.ErrNotExist
 	case "NoSuchBucket":
-		return store.MissingBucket("bucket", bucket), store.ErrNotExist
+		return backend.MissingBucket("bucket", bucket), store.ErrNotExist
 	case "PreconditionFailed", "ConditionalRequestConflict":
 		return "", store.ErrPrecondition
 	case "InvalidAccessKeyId", "XAdminUserNotFound": // the latter from versitygw

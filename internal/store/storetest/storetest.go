@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/store/backend"
 )
 
 // Run runs the conformance suite. newStore returns a store for one subtest;
@@ -324,7 +325,7 @@ func testManyKeys(t *testing.T, s store.Store, k keys) {
 	for i := range manyKeys {
 		want = append(want, k.of(fmt.Sprintf("many/%05d", i)))
 	}
-	if err := store.Parallel(ctx, 16, want, func(ctx context.Context, key string) error {
+	if err := backend.Parallel(ctx, 16, want, func(ctx context.Context, key string) error {
 		return s.Put(ctx, key, strings.NewReader(key))
 	}); err != nil {
 		t.Fatal(err)

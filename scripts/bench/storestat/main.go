@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/homesnap/homesnap/internal/maint"
@@ -48,15 +47,16 @@ func run(ctx context.Context, raw string) error {
 	var archives, manifests, records, other int64
 	use := map[string]*archiveUse{}
 	err = st.List(ctx, "", func(o store.Object) error {
+		_, archive, owned := repo.Owner(o.Key)
 		switch {
-		case strings.HasPrefix(o.Key, repo.ArchivePrefix):
+		case owned && archive:
 			archives += o.Size
 			if h, ok := repo.ParseKey(o.Key); ok {
 				use[h.ID] = &archiveUse{size: o.Size}
 			}
 		case repo.IsManifestKey(o.Key):
 			manifests += o.Size
-		case strings.HasPrefix(o.Key, repo.SnapshotPrefix):
+		case owned: // records, and manifests' tags
 			records += o.Size
 		default:
 			other += o.Size

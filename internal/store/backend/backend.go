@@ -1,7 +1,9 @@
-package store
-
-// Helpers shared by the object-storage backends: URL options, the key prefix
-// inside a bucket, error wrapping and bounded parallelism.
+// Package backend holds what only the object-storage backends share: URL
+// options, the key prefix inside a bucket, error wrapping, resumed reads,
+// bounded parallelism and cleanup deadlines. Consumers of a store never
+// need it: they use package store, the interface, its errors and its
+// layers.
+package backend
 
 import (
 	"context"
@@ -11,13 +13,15 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/homesnap/homesnap/internal/store"
 )
 
 // Common option defaults, shared so that every backend behaves alike. An
@@ -204,7 +208,7 @@ func (o *Options) Err() error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return &Error{Op: "open", Store: RedactURL(o.u), Err: errors.Join(errs...)}
+	return &store.Error{Op: "open", Store: store.RedactURL(o.u), Err: errors.Join(errs...)}
 }
 
 // Prefix is a store's key prefix inside its bucket or container: empty, or
@@ -232,36 +236,28 @@ func BucketURL(u *url.URL, what string) (bucket string, prefix Prefix, name stri
 	bucket, prefix = u.Host, CleanPrefix(u.Path)
 	name = u.Scheme + "://" + bucket + "/" + strings.TrimSuffix(string(prefix), "/")
 	if bucket == "" {
-		return "", "", "", &Error{Op: "open", Store: name, Err: fmt.Errorf("no %s name: use %s://%s-name/optional/prefix", what, u.Scheme, what)}
+		return "", "", "", &store.Error{Op: "open", Store: name, Err: fmt.Errorf("no %s name: use %s://%s-name/optional/prefix", what, u.Scheme, what)}
 	}
 	if u.User != nil {
 		// Ignored, a credential would sit in a URL that manifests and
 		// command lines show, and the user would think it in use.
-		return "", "", "", &Error{Op: "open", Store: name, Err: fmt.Errorf("user info in the URL: %s:// takes no credentials there; remove it and give them as the Store URLs table of docs/usage.md says", u.Scheme)}
+		return "", "", "", &store.Error{Op: "open", Store: name, Err: fmt.Errorf("user info in the URL: %s:// takes no credentials there; remove it and give them as the Store URLs table of docs/usage.md says", u.Scheme)}
 	}
 	return bucket, prefix, strings.TrimSuffix(name, "/"), nil
 }
 
-// CheckKey rejects keys that are not clean relative slash paths, the same
-// rule for every backend so that a key valid on one store is valid on all.
-func CheckKey(key string) error {
-	if key == "" || key == "." || strings.HasPrefix(key, "/") || path.Clean(key) != key || key == ".." || strings.HasPrefix(key, "../") {
-		return fmt.Errorf("invalid key %q: want a relative slash-separated path", key)
-	}
-	return nil
-}
-
-// Fail builds the *Error for op on key. kind, when not nil, is the sentinel
-// (ErrNotExist, ErrPrecondition) the failure means; hint, when not empty,
-// says what went wrong and what to do, and is shown in place of kind.
-func Fail(op, store, key string, kind error, hint string, err error) error {
+// Fail builds the *store.Error for op on key of the store named name.
+// kind, when not nil, is the sentinel (store.ErrNotExist,
+// store.ErrPrecondition) the failure means; hint, when not empty, says
+// what went wrong and what to do, and is shown in place of kind.
+func Fail(op, name, key string, kind error, hint string, err error) error {
 	switch {
 	case hint != "":
 		err = &cause{kind: kind, err: fmt.Errorf("%s (%w)", hint, err)}
 	case kind != nil && !errors.Is(err, kind):
 		err = fmt.Errorf("%w: %w", kind, err)
 	}
-	return &Error{Op: op, Store: store, Key: key, Err: err}
+	return &store.Error{Op: op, Store: name, Key: key, Err: err}
 }
 
 // cause is an error that matches kind without repeating its text.
@@ -299,22 +295,6 @@ func Parallel(ctx context.Context, n int, keys []string, fn func(ctx context.Con
 	return ctx.Err()
 }
 
-// ContextReader ends a long read with ctx's error once ctx is done, for
-// uploaders that would otherwise drain the whole reader before noticing.
-func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
 // Retext shows err as msg while still unwrapping to it: SDK errors can be
 // long multi-line dumps that bury the one line a user needs.
 func Retext(msg string, err error) error { return &retext{msg, err} }
@@ -338,7 +318,7 @@ const resumeTries = 5
 // broke: SDKs retry requests, not reads of a body they already returned.
 // reopen must pin the object's version (If-Match), so that a resumed read
 // never mixes two versions. fail turns a read error into the backend's
-// *Error.
+// *store.Error.
 func Resume(ctx context.Context, body io.ReadCloser, offset, length int64, reopen Reopen, fail func(error) error) io.ReadCloser {
 	return &resumer{ctx: ctx, body: body, pos: offset, left: length, reopen: reopen, fail: fail}
 }
@@ -369,7 +349,7 @@ func (r *resumer) Read(p []byte) (int, error) {
 		case r.left == 0:
 			return n, io.EOF // everything arrived before the break
 		case r.ctx.Err() != nil || r.failed >= resumeTries:
-			var se *Error
+			var se *store.Error
 			if !errors.As(err, &se) {
 				err = r.fail(err)
 			}
@@ -405,4 +385,25 @@ const CleanupTimeout = 3 * time.Second
 // cancellation of ctx but lasts at most CleanupTimeout.
 func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+}
+
+var optionNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// optionNames lists names for a message, leaving out any that does not
+// look like an option's name: a token pasted into the query with no "="
+// arrives as a name.
+func optionNames(names []string) string {
+	var shown []string
+	hidden := 0
+	for _, n := range names {
+		if optionNameRE.MatchString(n) {
+			shown = append(shown, n)
+		} else {
+			hidden++
+		}
+	}
+	if hidden > 0 {
+		shown = append(shown, fmt.Sprintf("%d name(s) not shown (they may be credentials)", hidden))
+	}
+	return strings.Join(shown, ", ")
 }
