@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"io"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,14 +17,11 @@ type dirent struct {
 	typ  uint8
 }
 
-// readDirents lists the open directory fd from its start (without . and
-// ..), reading buf's size at a time. Without all, only the entries that
+// readDirents lists the open directory fd from where it stands (without .
+// and ..), reading buf's size at a time. Without all, only the entries that
 // may be directories are kept: watches are placed on directories, and a
 // million-file home would allocate a string per file for nothing.
 func readDirents(fd int, buf []byte, all bool) ([]dirent, error) {
-	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil { // the home's descriptor is listed again by every rebuild
-		return nil, err
-	}
 	var out []dirent
 	for {
 		n, err := unix.ReadDirent(fd, buf)

@@ -5,6 +5,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -439,7 +440,15 @@ func (j *Journal) rebuild() {
 	top, err := j.add(int(j.root), "")
 	if err == nil {
 		j.top = top
-		j.watchBelow(int(j.root), top, "", nil, false)
+		_, err = unix.Seek(int(j.root), 0, io.SeekStart) // listed again by every rebuild
+	}
+	if err == nil {
+		var ents []dirent
+		if ents, err = readDirents(int(j.root), j.dents, false); err != nil {
+			j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot list %s: %v", j.home, err))
+		} else {
+			j.placeBelow(top, ents)
+		}
 	}
 	j.removeStale(old) // the files' watches too: the full walk that follows a rebuild places them again
 }
@@ -602,12 +611,17 @@ func (j *Journal) add(fd int, rel string) (*watch, error) {
 // would not follow the /proc link itself and watch that.)
 func (j *Journal) addWatch(fd int, rel string, mask uint32) (int32, error) {
 	wd, err := unix.InotifyAddWatch(j.ifd, "/proc/self/fd/"+strconv.Itoa(fd), mask)
+	return j.placedWatch(int32(wd), err, rel)
+}
+
+// placedWatch handles inotify_add_watch's answer for rel.
+func (j *Journal) placedWatch(wd int32, err error, rel string) (int32, error) {
 	if watchLimitForTest > 0 && len(j.watches) >= watchLimitForTest {
 		wd, err = -1, unix.ENOSPC
 	}
 	switch {
 	case err == nil:
-		return int32(wd), nil
+		return wd, nil
 	case errors.Is(err, unix.ENOSPC):
 		j.limitReached()
 	default:
