@@ -20,13 +20,21 @@
 #                     warm, output discarded; zstd -1, 2 cores: -T2
 #   SHA-256           openssl dgst -sha256 of that file, warm (SHA-NI where
 #                     the CPU has it, as Go's crypto/sha256)
+#   read, 1 file      that file read back, cold (dd): the disk's bandwidth
+#                     without the per-file cost
 #   create dirs+files the selection's directories (mkdir -p) and empty
 #                     files (touch) made again in an empty directory, then
 #                     sync -f: the floor of a restore's file creation
 #
-# Ratios printed at the end compare rows of the same run (parallel against
-# sequential reads, two cores against one): on this shared machine they
-# hold better than the absolute figures.
+# Then homesnap itself on a copy of the home, built from this tree: a full
+# `snapshot --once` into an empty local store, the same again (nothing
+# changed) and `restore` into an empty directory, each cold, so that every
+# row's distance to its floor is a ratio of the same run:
+#   full snapshot / max(read 8 streams, zstd 2 cores)
+#   nothing changed / stat scan
+#   restore / (create dirs+files + write + fsync)
+# plus parallel against sequential reads and two cores against one: on
+# this shared machine ratios hold better than the absolute figures.
 #
 # Environment: HOMESNAP_BENCH_DIR (default /tmp/homesnap-bench, shared with
 # bench.sh: the generated home is reused), HOMESNAP_BENCH_NICE (default 10).
@@ -44,7 +52,7 @@ log() { printf '== %s\n' "$*" >&2; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 mkdir -p "$BENCH/bin"
-go build -o "$BENCH/bin/" ./cmd/genhome
+go build -o "$BENCH/bin/" ./cmd/genhome ./cmd/snapshot ./cmd/restore
 home=$BENCH/home-$PRESET # as bench.sh names and stamps it
 stamp="$PRESET seed 1 genhome $(sha256sum "$BENCH/bin/genhome" | cut -c1-16)"
 if [ "$(cat "$home/.bench-stamp" 2>/dev/null || true)" != "$stamp" ]; then
@@ -83,7 +91,8 @@ run() {
   [ "$cold" = 1 ] && drop
   sync
   l=$(load)
-  /usr/bin/time -f '%e %U %S' -o "$work/t" nice -n "$NICE" "$@"
+  /usr/bin/time -f '%e %U %S' -o "$work/t" nice -n "$NICE" "$@" >>"$work/log" 2>&1 ||
+    { echo "floor: $name failed:" >&2; tail -5 "$work/log" >&2; exit 1; }
   read -r wall user sys <"$work/t"
   eval "w_${name//[^a-z0-9]/_}=$wall"
   rows+=("$name|$wall|$(awk -v u="$user" -v s="$sys" 'BEGIN {printf "%.2f", u + s}')|$l")
@@ -96,11 +105,20 @@ run "read, 8 streams" 1 bash -c "cd '$home' && xargs -0 -n 500 -P 8 cat <'$work/
 (cd "$home" && xargs -0 -n 2000 cat <"$work/files") >"$work/data" # the selected bytes, warm
 run "write + fsync" 0 dd if="$work/data" of="$work/written" bs=1M conv=fsync status=none
 rm -f "$work/written"
+run "read, 1 file" 1 dd if="$work/data" of=/dev/null bs=1M status=none
 run "zstd -1, 1 core" 0 zstd -q -1 -T1 -c "$work/data" -o /dev/null
 run "zstd -1, 2 cores" 0 zstd -q -1 -T2 -c "$work/data" -o /dev/null
 run "SHA-256" 0 openssl dgst -sha256 -out /dev/null "$work/data"
 mkdir "$work/tree"
 run "create dirs+files" 0 bash -c "cd '$work/tree' && xargs -0 mkdir -p <'$work/dirs' && xargs -0 touch <'$work/files' && sync -f ."
+rm -rf "$work/tree" "$work/data"
+
+cp -a "$home" "$work/home" # a snapshot marks the home it read: never the shared one
+mkdir "$work/store" "$work/restored"
+hs=("--log-format" json)
+run "homesnap full" 1 "$BENCH/bin/snapshot" --once --home "$work/home" --store "$work/store" "${hs[@]}"
+run "homesnap nothing changed" 1 "$BENCH/bin/snapshot" --once --home "$work/home" --store "$work/store" "${hs[@]}"
+run "homesnap restore" 1 "$BENCH/bin/restore" --home "$work/restored" --store "$work/store" "${hs[@]}"
 
 rate() { awk -v n="$1" -v s="$2" 'BEGIN {if (s > 0) printf "%.0f", n / s; else print "-"}'; }
 mbs() { awk -v b="$bytes" -v s="$1" 'BEGIN {if (s > 0) printf "%.0f MB/s", b / s / 1e6; else print "-"}'; }
@@ -113,10 +131,16 @@ for r in "${rows[@]}"; do
   IFS='|' read -r name wall cpu l <<<"$r"
   case $name in
   "stat scan") what="$(rate $((files + dirs)) "$wall") paths/s" ;;
-  "create dirs+files") what="$(rate $((files + dirs)) "$wall") paths/s" ;;
+  "create dirs+files" | "homesnap nothing changed") what="$(rate $((files + dirs)) "$wall") paths/s" ;;
   *) what=$(mbs "$wall") ;;
   esac
   echo "| $name | $wall | $cpu | $what | $l |"
 done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f×", a / b}'; }
+full_floor=$(awk -v a="$w_read__8_streams" -v b="$w_zstd__1__2_cores" 'BEGIN {print (a > b ? a : b)}')
+restore_floor=$(awk -v a="$w_create_dirs_files" -v b="$w_write___fsync" 'BEGIN {print a + b}')
 echo
-echo "Same-run ratios: read 8 streams / 1 stream $(awk -v a="$w_read__8_streams" -v b="$w_read__1_stream" 'BEGIN {printf "%.2f", a / b}')×; zstd 2 cores / 1 core $(awk -v a="$w_zstd__1__2_cores" -v b="$w_zstd__1__1_core" 'BEGIN {printf "%.2f", a / b}')×."
+echo "Same-run ratios (wall): homesnap full / its floor (max of read 8 streams, zstd 2 cores: $full_floor s) $(ratio "$w_homesnap_full" "$full_floor");" \
+  "nothing changed / stat scan $(ratio "$w_homesnap_nothing_changed" "$w_stat_scan");" \
+  "restore / (create dirs+files + write + fsync: $restore_floor s) $(ratio "$w_homesnap_restore" "$restore_floor");" \
+  "read 8 streams / 1 stream $(ratio "$w_read__8_streams" "$w_read__1_stream"); zstd 2 cores / 1 core $(ratio "$w_zstd__1__2_cores" "$w_zstd__1__1_core")."
