@@ -384,7 +384,7 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 			if j.keep(p) {
 				j.changes.path(p, true)
 			}
-			j.watchTree(n, name, moved, true)
+			j.watchTree(n, name, moved)
 		default:
 			if j.keep(p) {
 				j.changes.path(p, false)
@@ -457,9 +457,11 @@ func (j *Journal) rebuild() {
 // below it that the walk enters, each listed after its watch is in place
 // (entries made before the watch are seen by the listing, those after by
 // the watch). old is what was watched there before, if anything: its
-// watches are reused or removed. links: also stat the files for their
-// link counts (a tree that appeared since the last full walk).
-func (j *Journal) watchTree(parent *watch, name string, old *watch, links bool) {
+// watches are reused or removed. It is for a tree that appeared since the
+// last full walk: its files are statted for their link counts (Open and a
+// resync place watches with placeBelow, and the full walk that follows
+// tells Linked).
+func (j *Journal) watchTree(parent *watch, name string, old *watch) {
 	stale := map[int32]*watch{}
 	j.collect(old, stale)
 	defer j.removeStale(stale)
@@ -488,14 +490,14 @@ func (j *Journal) watchTree(parent *watch, name string, old *watch, links bool) 
 	}
 	n.name, n.parent = name, parent
 	parent.addChild(n)
-	j.watchBelow(fd, n, rel, old, links)
+	j.watchBelow(fd, n, rel, old)
 }
 
 // watchBelow lists the open directory fd (node n at rel) and watches what
 // lies below it. Subdirectories are known by the type the listing gives;
-// files are statted only with links, for their link counts.
-func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch, links bool) {
-	ents, err := readDirents(fd, j.dents, links)
+// files are statted for their link counts.
+func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch) {
+	ents, err := readDirents(fd, j.dents, true)
 	if errors.Is(err, unix.ENOENT) {
 		return // deleted since it was opened: its delete is an event
 	}
@@ -507,7 +509,7 @@ func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch, links boo
 	for _, e := range ents {
 		typ := e.typ
 		var st unix.Stat_t
-		if typ == unix.DT_UNKNOWN || links && typ == unix.DT_REG {
+		if typ == unix.DT_UNKNOWN || typ == unix.DT_REG {
 			if err := unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				continue // gone since the listing: its delete is an event
 			}
@@ -519,8 +521,8 @@ func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch, links boo
 			if old != nil {
 				o = old.child(e.name)
 			}
-			j.watchTree(n, e.name, o, links)
-		case links && typ == unix.DT_REG && st.Nlink > 1:
+			j.watchTree(n, e.name, o)
+		case typ == unix.DT_REG && st.Nlink > 1:
 			// Under any name, selected or not, it may be another name
 			// of a selected file; in a directory new to the journal it
 			// may have been linked before the watch landed, and so moved

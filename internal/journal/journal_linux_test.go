@@ -171,7 +171,7 @@ func TestSymlinksAreNeverWatchedThrough(t *testing.T) {
 	os.Symlink(outside, filepath.Join(home, "jobs/b/jobs"))
 	j.mu.Lock()
 	j.drain(false)
-	j.watchTree(j.top.child("jobs").child("b"), "jobs", nil, true) // as if its IN_CREATE came late
+	j.watchTree(j.top.child("jobs").child("b"), "jobs", nil) // as if its IN_CREATE came late
 	j.mu.Unlock()
 	os.WriteFile(filepath.Join(outside, "d/e/f"), []byte("x"), 0o644)
 	os.Mkdir(filepath.Join(outside, "d/g"), 0o755)
