@@ -9,8 +9,11 @@
 //
 // The contract with the taker: the changes a Take returns cover every
 // change completed between the previous Take and this one. After a Take
-// that asks for a full walk, the walk must start after that Take returned;
-// what it reports is then the base the next Take's changes apply to.
+// that asks for a full walk, the walk must start after that Take returned
+// and tell Linked of every file it finds with several names (the journal
+// watches those itself and, to open fast, does not stat files to find
+// them); what it reports is then the base the next Take's changes apply
+// to.
 //
 // What inotify cannot tell, so only a full walk sees (the scheduled
 // verification walk is there for these): a selected file with a single

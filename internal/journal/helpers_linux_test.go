@@ -36,6 +36,15 @@ func walkAll(t testing.TB, home string, sel *selector.Selector) []*archive.Entry
 	return es
 }
 
+// tellLinked does what a snapshot's full walk does with the journal.
+func tellLinked(j *Journal, es []*archive.Entry) {
+	for _, e := range es {
+		if e.Type == archive.TypeFile && e.Links > 1 {
+			j.Linked(e.Path, e.Inode, e.CTime)
+		}
+	}
+}
+
 func rescanAll(t testing.TB, home string, sel *selector.Selector, base []*archive.Entry, ch *Changes) []*archive.Entry {
 	t.Helper()
 	var es []*archive.Entry
@@ -49,13 +58,16 @@ func rescanAll(t testing.TB, home string, sel *selector.Selector, base []*archiv
 }
 
 // next takes the journal's changes and returns the entries they lead to,
-// or a full walk when the journal asks for one (and why).
+// or a full walk when the journal asks for one (and why); that walk tells
+// the journal of the files with several names, as a snapshot's does.
 func next(t testing.TB, j *Journal, home string, sel *selector.Selector, base []*archive.Entry) ([]*archive.Entry, *FullWalkError) {
 	t.Helper()
 	ch, err := j.Take()
 	var fw *FullWalkError
 	if errors.As(err, &fw) {
-		return walkAll(t, home, sel), fw
+		es := walkAll(t, home, sel)
+		tellLinked(j, es)
+		return es, fw
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -59,7 +60,8 @@ type Journal struct {
 	resync             bool           // the watches must be placed again before the next interval
 	dead               bool           // no journal any more (watch limit, closed)
 	stats              Stats
-	buf                []byte
+	buf                []byte // events
+	dents              []byte // directory listings
 }
 
 // watch is one inotify watch: a directory of the selection, a node of
@@ -78,10 +80,13 @@ type watch struct {
 }
 
 // Open starts following the selection sel of home: it watches every
-// directory a walk would enter, and every selected file with several
-// names. Its first Take asks for a full walk (nothing before Open was
-// seen). When the watches do not fit (fs.inotify.max_user_watches, shared
-// by all of the user's processes) Open fails with a *FullWalkError.
+// directory a walk would enter, learning which ones from the directories'
+// listings alone (no file is statted: on a cold cache that was most of a
+// million-file home's open). Its first Take asks for a full walk (nothing
+// before Open was seen); that walk tells Linked of the files with several
+// names, which are watched themselves. When the watches do not fit
+// (fs.inotify.max_user_watches, shared by all of the user's processes)
+// Open fails with a *FullWalkError.
 //
 // A watch costs the kernel about 1.2 KiB: its mark (100–130 bytes) and the
 // watched directory's inode, which cannot be evicted while watched (the
@@ -113,7 +118,7 @@ func Open(home string, sel *selector.Selector) (*Journal, error) {
 		home: home, root: root, sel: sel, ifd: ifd, wake: wake, done: make(chan struct{}),
 		watches: map[int32]*watch{}, ended: map[int32]bool{}, endedBefore: map[int32]bool{},
 		moves: map[uint32]*watch{}, changes: newChanges(),
-		stats: Stats{Fallbacks: map[Reason]uint64{}}, buf: make([]byte, 64<<10),
+		stats: Stats{Fallbacks: map[Reason]uint64{}}, buf: make([]byte, 64<<10), dents: make([]byte, 32<<10),
 	}
 	j.mu.Lock()
 	j.rebuild()
@@ -424,8 +429,8 @@ func (j *Journal) keep(p string) bool {
 
 func (j *Journal) enter(p string) bool { return p == "" || !scan.Reserved(p) && j.sel.Enter(p) }
 
-// rebuild watches the whole selection afresh; the watches the kernel still
-// has are reused and the rest removed.
+// rebuild watches the whole selection's directories afresh; the watches
+// the kernel still has are reused and the rest removed.
 func (j *Journal) rebuild() {
 	old := make(map[int32]*watch, len(j.watches))
 	for wd, w := range j.watches {
@@ -435,16 +440,27 @@ func (j *Journal) rebuild() {
 	top, err := j.add(int(j.root), "")
 	if err == nil {
 		j.top = top
-		j.watchBelow(int(j.root), top, "", nil)
+		_, err = unix.Seek(int(j.root), 0, io.SeekStart) // listed again by every rebuild
 	}
-	j.removeStale(old)
+	if err == nil {
+		var ents []dirent
+		if ents, err = readDirents(int(j.root), j.dents, false); err != nil {
+			j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot list %s: %v", j.home, err))
+		} else {
+			j.placeBelow(top, ents)
+		}
+	}
+	j.removeStale(old) // the files' watches too: the full walk that follows a rebuild places them again
 }
 
 // watchTree watches the directory name in parent, and every directory
 // below it that the walk enters, each listed after its watch is in place
 // (entries made before the watch are seen by the listing, those after by
 // the watch). old is what was watched there before, if anything: its
-// watches are reused or removed.
+// watches are reused or removed. It is for a tree that appeared since the
+// last full walk: its files are statted for their link counts (Open and a
+// resync place watches with placeBelow, and the full walk that follows
+// tells Linked).
 func (j *Journal) watchTree(parent *watch, name string, old *watch) {
 	stale := map[int32]*watch{}
 	j.collect(old, stale)
@@ -478,9 +494,10 @@ func (j *Journal) watchTree(parent *watch, name string, old *watch) {
 }
 
 // watchBelow lists the open directory fd (node n at rel) and watches what
-// lies below it.
+// lies below it. Subdirectories are known by the type the listing gives;
+// files are statted for their link counts.
 func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch) {
-	names, err := homefs.ReadNames(fd)
+	ents, err := readDirents(fd, j.dents, true)
 	if errors.Is(err, unix.ENOENT) {
 		return // deleted since it was opened: its delete is an event
 	}
@@ -488,27 +505,30 @@ func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch) {
 		j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot list %s: %v", j.show(rel), err))
 		return
 	}
-	slices.Sort(names) // each subdirectory's watch is appended to n.children
-	for _, name := range names {
-		crel := join(rel, name)
+	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) }) // each subdirectory's watch is appended to n.children
+	for _, e := range ents {
+		typ := e.typ
 		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue // gone since the listing: its delete is an event
+		if typ == unix.DT_UNKNOWN || typ == unix.DT_REG {
+			if err := unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				continue // gone since the listing: its delete is an event
+			}
+			typ = dtype(st.Mode)
 		}
 		switch {
-		case st.Mode&unix.S_IFMT == unix.S_IFDIR: // watchTree asks whether the walk enters it
+		case typ == unix.DT_DIR: // watchTree asks whether the walk enters it
 			var o *watch
 			if old != nil {
-				o = old.child(name)
+				o = old.child(e.name)
 			}
-			j.watchTree(n, name, o)
-		case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1:
+			j.watchTree(n, e.name, o)
+		case typ == unix.DT_REG && st.Nlink > 1:
 			// Under any name, selected or not, it may be another name
 			// of a selected file; in a directory new to the journal it
 			// may have been linked before the watch landed, and so moved
 			// the ctime of its other names.
 			j.changes.Inodes[st.Ino] = true
-			j.watchFile(fd, name, crel, st.Ino)
+			j.watchFile(fd, e.name, join(rel, e.name), st.Ino)
 		}
 		if j.dead {
 			return
@@ -532,22 +552,48 @@ func (j *Journal) watchIfLinked(rel string) {
 	j.watchFile(int(dir), name, rel, st.Ino)
 }
 
+// Linked watches the file at rel, which a full walk found with several
+// names as inode ino with the ctime ctime: a change made through a name
+// the walk does not see is told only to the file's own watchers. A change
+// between the walk's stat and the watch moved the ctime; then the file is
+// marked changed, as the next snapshot must read it again.
+func (j *Journal) Linked(rel string, ino uint64, ctime int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.dead {
+		return
+	}
+	dir, name, err := j.root.Parent(rel)
+	if err != nil {
+		return // gone: the event of its parent's watch says so
+	}
+	defer dir.Close()
+	if now, ok := j.watchFile(int(dir), name, rel, ino); ok && now != ctime {
+		j.changes.Inodes[ino] = true
+	}
+}
+
 // watchFile watches the file name in the open directory dir, if it is
-// still the inode ino.
-func (j *Journal) watchFile(dir int, name, rel string, ino uint64) {
+// still the inode ino, and returns its ctime once watched.
+func (j *Journal) watchFile(dir int, name, rel string, ino uint64) (ctime int64, ok bool) {
 	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return
+		return 0, false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil || st.Ino != ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return // replaced since: an event of its own
+		return 0, false // replaced since: an event of its own
 	}
 	wd, err := j.addWatch(fd, rel, fileMask)
-	if err == nil {
-		j.watches[wd] = &watch{wd: wd, ino: ino, file: true}
+	if err != nil {
+		return 0, false
 	}
+	j.watches[wd] = &watch{wd: wd, ino: ino, file: true}
+	if unix.Fstat(fd, &st) != nil {
+		return 0, false
+	}
+	return st.Ctim.Nano(), true
 }
 
 // add watches the open directory fd (at rel) and returns its node.
@@ -567,12 +613,17 @@ func (j *Journal) add(fd int, rel string) (*watch, error) {
 // would not follow the /proc link itself and watch that.)
 func (j *Journal) addWatch(fd int, rel string, mask uint32) (int32, error) {
 	wd, err := unix.InotifyAddWatch(j.ifd, "/proc/self/fd/"+strconv.Itoa(fd), mask)
+	return j.placedWatch(int32(wd), err, rel)
+}
+
+// placedWatch handles inotify_add_watch's answer for rel.
+func (j *Journal) placedWatch(wd int32, err error, rel string) (int32, error) {
 	if watchLimitForTest > 0 && len(j.watches) >= watchLimitForTest {
 		wd, err = -1, unix.ENOSPC
 	}
 	switch {
 	case err == nil:
-		return int32(wd), nil
+		return wd, nil
 	case errors.Is(err, unix.ENOSPC):
 		j.limitReached()
 	default:

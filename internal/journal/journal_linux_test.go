@@ -73,6 +73,7 @@ func TestKernelQueueOverflowNeedsAFullWalk(t *testing.T) {
 		t.Fatalf("Take after an overflow: %v, want a full walk for the overflow", err)
 	}
 	base := walkAll(t, home, sel)
+	tellLinked(j, base)
 	if err := os.WriteFile(filepath.Join(dir, "f1"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +143,7 @@ func TestWatchLostNeedsAFullWalk(t *testing.T) {
 	}
 	// The full walk's interval: the watches are placed again.
 	base := walkAll(t, home, sel)
+	tellLinked(j, base)
 	os.WriteFile(filepath.Join(home, "jobs/a/builds/1/log"), []byte("more"), 0o644)
 	got, fw := next(t, j, home, sel, base)
 	if fw != nil {
@@ -570,5 +572,50 @@ func TestRescanLeavesPassedEntriesAlone(t *testing.T) {
 	}
 	if ds := diff(walkAll(t, home, sel), got, 5); len(ds) > 0 {
 		t.Fatalf("journal + rescan differs from a walk when the taker rewrites what it gets:\n%s", strings.Join(ds, "\n"))
+	}
+}
+
+// Open watches directories only, from their listings: no file is
+// statted, so none with several names is watched until the full walk
+// that follows tells Linked of them (the two of jenkinsHome whose
+// selected name has a second one). Fails on the old Open, which statted
+// every file and watched those two itself.
+func TestOpenWatchesLinkedFilesOnlyOnceTheWalkTells(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	if st := j.Stats(); st.FileWatches != 0 || st.DirWatches == 0 {
+		t.Fatalf("after Open: %+v, want directory watches and no file watch", st)
+	}
+	next(t, j, home, sel, nil)
+	if st := j.Stats(); st.FileWatches != 2 {
+		t.Fatalf("after the full walk: %d file watches, want 2", st.FileWatches)
+	}
+}
+
+// A file with several names changed through a name no watched directory
+// sees, after the full walk statted it and before that walk told Linked:
+// its watch was not there yet, so Linked, finding the ctime moved, marks
+// it changed; the next Take brings it.
+func TestLinkedMarksAChangeBeforeItsWatch(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	if _, err := j.Take(); err == nil {
+		t.Fatal("the first Take must ask for a full walk")
+	}
+	base := walkAll(t, home, sel)
+	if err := os.WriteFile(filepath.Join(home, "jobs/a/workspace/lnk"), []byte("rewritten before the watch"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tellLinked(j, base)
+	got, fw := next(t, j, home, sel, base)
+	if fw != nil {
+		t.Fatal(fw)
+	}
+	if ds := diff(walkAll(t, home, sel), got, 5); len(ds) > 0 {
+		t.Fatalf("journal + rescan differs from a full walk:\n%s", strings.Join(ds, "\n"))
+	}
+	ch, err := j.Take()
+	if err != nil || !ch.Empty() {
+		t.Fatalf("the interval after: %+v, %v; want nothing changed", ch, err)
 	}
 }

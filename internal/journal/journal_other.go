@@ -38,3 +38,6 @@ func (j *Journal) Close() error { return nil }
 func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped func(rel, why string), fn func(*archive.Entry) error) error {
 	return errUnsupported
 }
+
+// Linked does nothing: nothing is watched.
+func (j *Journal) Linked(rel string, ino uint64, ctime int64) {}

@@ -43,7 +43,7 @@ type Options struct {
 	Interval time.Duration
 	// OpenJournal, when set, opens the change journal. It runs beside the
 	// snapshots, which walk until it returns: listing every directory of a
-	// large home takes about a minute, and must hold back neither the
+	// large home takes half a minute cold, and must hold back neither the
 	// port's probes nor a snapshot, the final one included. Tests slow it
 	// down to show that. The runner closes what it returns.
 	OpenJournal func() (*snapshot.Journal, error)

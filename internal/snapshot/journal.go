@@ -95,6 +95,12 @@ func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, sou
 	f.mu.Lock()
 	base, clean, verifyDue := f.base, f.baseClean, f.verifyEvery > 0 && time.Since(f.lastVerify) >= f.verifyEvery
 	f.mu.Unlock()
+	// A full walk tells the journal of the files with several names: it
+	// watches them itself, and does not stat every file to find them.
+	if w, ok := src.(walk); ok {
+		w.linked = f.j.Linked
+		src = w
+	}
 	var full *journal.FullWalkError
 	switch {
 	case errors.As(err, &full):
@@ -117,7 +123,7 @@ func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, sou
 	}
 	if verifyDue {
 		r.use.Mode = "verify"
-		return r, walk{verify: rescan, differences: &r.use.Differences, seen: f.j.Seen}
+		return r, walk{verify: rescan, differences: &r.use.Differences, seen: f.j.Seen, linked: f.j.Linked}
 	}
 	r.use.Mode = "journal"
 	r.unchanged = ch.Empty() && clean && !o.Force

@@ -334,3 +334,31 @@ func TestJournalVerificationIgnoresChangesMadeWhileItRuns(t *testing.T) {
 	}
 	assertManifestIsWalk(t, home, st, cmp.Or(res.ID, res.Parent))
 }
+
+// The journal no longer stats every file at its open to find those with
+// several names: the sidecar's full walk tells it. A file of the
+// selection with a second name outside it, written through that name
+// (which no watched directory hears of), is still stored by the next
+// journal-driven snapshot.
+func TestJournalHearsAWriteThroughAnotherNameAfterTheWalk(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	other := filepath.Join(home, "workspace/config.xml") // outside the selection, not watched
+	if err := os.MkdirAll(filepath.Dir(other), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(home, "jobs/test/config.xml"), other); err != nil {
+		t.Fatal(err)
+	}
+	j := openJournal(t, home, 0)
+	if res := journalSnap(t, home, st, j); res.Journal.Mode != "walk" {
+		t.Fatalf("first snapshot: journal %+v, want a full walk", *res.Journal)
+	}
+	if err := os.WriteFile(other, []byte("<project>changed</project>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := journalSnap(t, home, st, j)
+	if res.Journal.Mode != "journal" || res.Unchanged {
+		t.Fatalf("after a write through the other name: %+v (journal %+v), want a journal-driven snapshot that stores it", res, *res.Journal)
+	}
+	assertManifestIsWalk(t, home, st, res.ID)
+}

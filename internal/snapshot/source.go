@@ -35,6 +35,9 @@ type walk struct {
 	// seen reports a path changed after the journal's changes were taken:
 	// a verification walk finding it otherwise is no difference.
 	seen func(path string) bool
+	// linked, when set, is told of every file with several names a full
+	// walk finds (journal.Journal.Linked: the journal watches those).
+	linked func(rel string, ino uint64, ctime int64)
 }
 
 func (walk) retires(string) bool { return false }
@@ -59,6 +62,9 @@ func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jo
 			if err := old.next(); err != nil {
 				return err
 			}
+		}
+		if e.Type == archive.TypeFile && e.Links > 1 && w.linked != nil && w.rescan == nil {
+			w.linked(e.Path, e.Inode, e.CTime) // left out or not: a change to it must be heard
 		}
 		if e.Type == archive.TypeFile && s.links.refuses(e.Links, uint32(e.UID)) {
 			// Left out as if absent (the parent's entry, if any, is gone);
