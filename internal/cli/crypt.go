@@ -134,11 +134,16 @@ func keySource(file, content, variable string) (io.ReadCloser, string, error) {
 // untagged one. The one place --at is resolved.
 func pickSnapshot(ctx context.Context, a *AgeIdentity, st store.Store, tagged bool, snapshot string, at time.Time, log zerolog.Logger) (string, error) {
 	if at.IsZero() {
-		if tagged && snapshot != "" && repo.CheckID(snapshot) == nil {
+		if snapshot != "" && repo.CheckID(snapshot) == nil {
 			// The record is read only after the home changed (for its
-			// mark): check it before.
-			if _, err := repo.LoadRecord(ctx, st, snapshot); err != nil && !errors.Is(err, store.ErrNotExist) {
-				return snapshot, err // a missing one: its restore says so
+			// mark): check it before, and tell a wrong ID from a damaged
+			// store (a snapshot from before records has a manifest only).
+			_, err := repo.LoadRecord(ctx, st, snapshot)
+			if errors.Is(err, store.ErrNotExist) {
+				return snapshot, repo.CheckSnapshotExists(ctx, st, snapshot)
+			}
+			if err != nil && tagged {
+				return snapshot, err
 			}
 		}
 		return snapshot, nil

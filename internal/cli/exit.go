@@ -23,7 +23,7 @@ const (
 	ExitFailure    = 1 // anything not listed below
 	ExitUsage      = 2 // a mistake in flags or variables
 	ExitRefused    = 3 // restore refused: the home holds data the store does not (--force)
-	ExitNoSnapshot = 4 // the store has no snapshot (or none at --at) and --allow-empty was not given
+	ExitNoSnapshot = 4 // the store has no snapshot (or none at --at, or not the --snapshot named) and --allow-empty was not given
 	ExitStore      = 5 // the store is unreachable, denies access, timed out, or is not a usable homesnap store
 	ExitCorrupt    = 6 // a snapshot in the store is damaged: missing or corrupt objects
 

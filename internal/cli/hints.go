@@ -33,6 +33,7 @@ var flagHints = []struct {
 	{is(homemark.ErrDamaged), "then restore with --force if the home's data may be replaced"},
 	{is(repo.ErrMissingManifest), "pick a snapshot from `restore --list` whose manifests are all present"},
 	{as[*repo.NoneAtError], "see `restore --list`"},
+	{as[*repo.NoSuchSnapshotError], "pick one from `restore --list`"},
 	{is(repo.ErrBadID), "see `restore --list`"},
 	{is(repo.ErrBadHead), "name one with --snapshot ID from `restore --list`"},
 	{is(repo.ErrWrongStore), "check --store"},

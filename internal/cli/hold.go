@@ -23,6 +23,11 @@ import (
 func underLease(ctx context.Context, st store.Store, ttl time.Duration, what, hint string, log zerolog.Logger, fn func(ctx context.Context, fence func(store.Store) store.Store) error) error {
 	l := lease.New(st, lease.Me(), ttl, nil)
 	if err := l.Acquire(ctx); err != nil {
+		var held *lease.HeldError
+		if !errors.As(err, &held) { // not another writer: the store (or the deadline) failed
+			log.Error().Err(err).Str("store", st.String()).Msg(what + " failed: cannot take the store's lease")
+			return reported{err}
+		}
 		log.Error().Err(err).Str("store", st.String()).Msg(what + " refused: " + hint)
 		return reported{err}
 	}

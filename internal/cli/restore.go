@@ -162,7 +162,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	dec, snapshot, err := restoreStack(ctx, &cfg.AgeIdentity, st, snapshot, cfg.at, log)
 	if err != nil {
-		return reported{err}
+		return fail("restore failed; nothing was changed in the home", err)
 	}
 	if cfg.Snapshot != "head" || !cfg.at.IsZero() { // the agent check compares "head" by name
 		cfg.Snapshot = snapshot // "" for an empty store: the decision says what that means
@@ -210,6 +210,10 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		warnModes(log, res.Restore, cfg.KeepModes)
 	}
 	logOutcome(log, home, st.String(), res)
+	if len(cfg.Only) > 0 && res.Restore != nil && res.Restore.Entries <= 1 { // the home's root alone
+		return usageError{fmt.Errorf("--only %s matched nothing in snapshot %s: nothing was restored. Patterns match paths below the home, such as jobs/NAME; a --dry-run restore into an empty --target lists what the snapshot holds",
+			strings.Join(cfg.Only, " --only "), res.Snapshot)}
+	}
 	if !cfg.DryRun {
 		fmt.Fprintf(stdout, "%s\t%s\n", res.Decision.Action, res.Snapshot)
 	}

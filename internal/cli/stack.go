@@ -140,7 +140,7 @@ func snapshotStack(ctx context.Context, a *AgeSnapshot, st store.Store, m *metri
 // restoreStack returns what a restore reads through and the snapshot it
 // restores: snapshot, the one --at chooses (when at is set), or "" for the
 // head. A missing or wrong identity fails here, before the home is
-// touched. The store is authenticated first (see authenticated), and in
+// touched; the caller reports the error. The store is authenticated first (see authenticated), and in
 // an authenticated store the head is checked for a rollback whatever the
 // restore chooses: --at chooses from the history the head names, and an
 // explicit snapshot is judged against it (the home's mark).
@@ -148,14 +148,10 @@ func restoreStack(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot
 	// The restore reads the store's small objects once each: the marker
 	// and the head, which every step needs, travel together now.
 	raw = repo.ReadOnce(ctx, raw, repo.MarkerKey, repo.HeadKey)
-	fail := func(err error) (*crypt.Setup, string, error) {
-		log.Error().Err(err).Str("store", raw.String()).Msg("restore failed; nothing was changed in the home")
-		return nil, "", reported{err}
-	}
+	fail := func(err error) (*crypt.Setup, string, error) { return nil, "", err }
 	ids, err := a.identities()
 	if err != nil {
-		log.Error().Err(err).Msg("cannot read the age identity; nothing was changed in the home")
-		return nil, "", reported{err}
+		return fail(err)
 	}
 	st, tagged, err := authenticated(ctx, a, ids, raw, false, log)
 	if err != nil {

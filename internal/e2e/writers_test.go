@@ -62,7 +62,7 @@ func TestEveryWriterHoldsTheLease(t *testing.T) {
 	if r := reencrypt(); r.code != 1 || !strings.Contains(r.stderr, "re-encryption refused") || !strings.Contains(r.stderr, "holds the store's lease") {
 		t.Fatalf("--age-reencrypt beside a running sidecar: exit %d, %s", r.code, r.stderr)
 	}
-	if r := run(t, "prune", env, "--keep-last", "1"); r.code != 1 || !strings.Contains(r.stderr, "prune refused") || !strings.Contains(r.stderr, "holds the store's lease") {
+	if r := run(t, "prune", env, "--keep-last", "1", "--age-identity-file", oldKey); r.code != 1 || !strings.Contains(r.stderr, "prune refused") || !strings.Contains(r.stderr, "holds the store's lease") {
 		t.Fatalf("prune beside a running sidecar: exit %d, %s", r.code, r.stderr)
 	}
 	ok(t, run(t, "prune", env, "--keep-last", "1", "--dry-run")) // deletes nothing: no lease needed
@@ -74,7 +74,7 @@ func TestEveryWriterHoldsTheLease(t *testing.T) {
 		t.Fatalf("sidecar exit: %v\n%s", err, s.stderr.String())
 	}
 	ok(t, reencrypt())
-	ok(t, run(t, "prune", env, "--keep-last", "1"))
+	ok(t, run(t, "prune", env, "--keep-last", "1", "--age-identity-file", newKey)) // it tags the records it rewrites
 	ok(t, run(t, "restore", env, "--home", t.TempDir(), "--age-identity-file", newKey))
 }
 

@@ -308,6 +308,36 @@ func (e *NoneAtError) Error() string {
 
 func (e *NoneAtError) Unwrap() error { return ErrNoSnapshot }
 
+// NoSuchSnapshotError says the store holds neither a record nor a
+// manifest of the snapshot asked for: a wrong ID, not a damaged store.
+type NoSuchSnapshotError struct{ ID, Store string }
+
+func (e *NoSuchSnapshotError) Error() string {
+	return fmt.Sprintf("%v %s in %s", ErrNoSnapshot, e.ID, e.Store)
+}
+
+func (e *NoSuchSnapshotError) Unwrap() error { return ErrNoSnapshot }
+
+// CheckSnapshotExists returns a NoSuchSnapshotError unless the store holds
+// the record or the manifest of snapshot id (one listing of the
+// snapshots; a record alone is read by whoever needs it).
+func CheckSnapshotExists(ctx context.Context, s store.Store, id string) error {
+	found := errors.New("found")
+	err := List(ctx, s, func(h Handle, _ store.Object) error {
+		if h.ID == id {
+			return found
+		}
+		return nil
+	}, KindRecord, KindManifest)
+	switch {
+	case errors.Is(err, found):
+		return nil
+	case err != nil:
+		return err
+	}
+	return &NoSuchSnapshotError{ID: id, Store: s.String()}
+}
+
 // SnapshotAt finds the newest snapshot of head's history taken at or
 // before at. trust, when set, judges every record the walk steps on before
 // its time or parent is used; its error ends the walk.
