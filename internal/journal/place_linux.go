@@ -58,7 +58,9 @@ func (j *Journal) placeBelow(top *watch, ents []dirent) {
 		}
 	}
 	push(top, "", ents)
-	for inflight := 0; len(stack) > 0 || inflight > 0; {
+	// A dead journal (the watch limit) places nothing more: only what is in
+	// flight is waited for, whatever remains on the stack.
+	for inflight := 0; len(stack) > 0 && !j.dead || inflight > 0; {
 		var send chan placeTask
 		var t placeTask
 		if len(stack) > 0 && !j.dead {
