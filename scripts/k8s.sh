@@ -48,7 +48,7 @@ build() {
 			ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
 			ld+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 		done
-		log "go build Kubernetes $K8S_VERSION (cold: 20-35 min on 2 cores)"
+		log "go build Kubernetes $K8S_VERSION (cold: about 10 min on 2 quiet cores)"
 		mkdir -p "$BIN.tmp"
 		(cd "$ROOT/scripts/k8s/build" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ld" \
 			-o "$BIN.tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
