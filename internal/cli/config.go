@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding"
 	"errors"
 	"flag"
 	"fmt"
@@ -227,6 +228,9 @@ func (x *value) IsBoolFlag() bool { return x.v.Kind() == reflect.Bool }
 
 func (x *value) Set(s string) error {
 	defer func() { x.set = true }()
+	if u, ok := x.v.Addr().Interface().(encoding.TextUnmarshaler); ok { // a type that reads itself
+		return u.UnmarshalText([]byte(s))
+	}
 	switch x.v.Interface().(type) {
 	case time.Duration:
 		d, err := time.ParseDuration(s)

@@ -250,3 +250,31 @@ func TestDeprecationIsLoggedOnce(t *testing.T) {
 		t.Errorf("%d warnings, want 1:\n%s", n, out.String())
 	}
 }
+
+// Retention durations read the same from a flag and from a variable, and a
+// duration that could mean minutes or months is refused both ways.
+func TestRetentionDurations(t *testing.T) {
+	t.Setenv("HOMESNAP_KEEP_WITHIN_DAILY", "90d")
+	var cfg pruneConfig
+	if _, err := load("prune", "", &cfg, []string{"--keep-within", "2w"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.policy()
+	if p.Within != 14*24*time.Hour || p.WithinDaily != 90*24*time.Hour {
+		t.Fatalf("policy %+v: want within 2w (flag), within-daily 90d (variable)", p)
+	}
+	if got := p.String(); !strings.Contains(got, "within 2w, within-daily 90d") {
+		t.Errorf("policy reads %q", got)
+	}
+	cfg = pruneConfig{}
+	_, err := load("prune", "", &cfg, []string{"--keep-within", "6m"}, io.Discard)
+	var u usageError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "keep-within") || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("--keep-within 6m: %v; want a usage error naming the flag and why", err)
+	}
+	t.Setenv("HOMESNAP_KEEP_WITHIN_DAILY", "6m")
+	cfg = pruneConfig{}
+	if _, err := load("prune", "", &cfg, nil, io.Discard); !errors.As(err, &u) || !strings.Contains(err.Error(), "HOMESNAP_KEEP_WITHIN_DAILY") {
+		t.Errorf("HOMESNAP_KEEP_WITHIN_DAILY=6m: %v; want a usage error naming the variable", err)
+	}
+}

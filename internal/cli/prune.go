@@ -16,12 +16,20 @@ import (
 
 // Retention is the policy both the sidecar and the prune command apply.
 type Retention struct {
-	KeepLast    int           `envconfig:"HOMESNAP_KEEP_LAST" flag:"keep-last" desc:"keep the newest N snapshots"`
-	KeepHourly  int           `envconfig:"HOMESNAP_KEEP_HOURLY" flag:"keep-hourly" desc:"keep the newest snapshot of each of the last N hours that have one"`
-	KeepDaily   int           `envconfig:"HOMESNAP_KEEP_DAILY" flag:"keep-daily" desc:"keep the newest snapshot of each of the last N days (UTC)"`
-	KeepWeekly  int           `envconfig:"HOMESNAP_KEEP_WEEKLY" flag:"keep-weekly" desc:"keep the newest snapshot of each of the last N ISO weeks"`
-	KeepMonthly int           `envconfig:"HOMESNAP_KEEP_MONTHLY" flag:"keep-monthly" desc:"keep the newest snapshot of each of the last N months"`
-	PruneDelay  time.Duration `envconfig:"HOMESNAP_PRUNE_DELAY" default:"6h" flag:"prune-delay" desc:"collect objects of snapshots that were never committed once older than this"`
+	KeepLast    int `envconfig:"HOMESNAP_KEEP_LAST" flag:"keep-last" desc:"keep the newest N snapshots"`
+	KeepHourly  int `envconfig:"HOMESNAP_KEEP_HOURLY" flag:"keep-hourly" desc:"keep the newest snapshot of each of the last N hours that have one"`
+	KeepDaily   int `envconfig:"HOMESNAP_KEEP_DAILY" flag:"keep-daily" desc:"keep the newest snapshot of each of the last N days (UTC)"`
+	KeepWeekly  int `envconfig:"HOMESNAP_KEEP_WEEKLY" flag:"keep-weekly" desc:"keep the newest snapshot of each of the last N ISO weeks"`
+	KeepMonthly int `envconfig:"HOMESNAP_KEEP_MONTHLY" flag:"keep-monthly" desc:"keep the newest snapshot of each of the last N months"`
+	KeepYearly  int `envconfig:"HOMESNAP_KEEP_YEARLY" flag:"keep-yearly" desc:"keep the newest snapshot of each of the last N years"`
+	// Durations count back from the newest snapshot, not from now.
+	KeepWithin        retention.Duration `envconfig:"HOMESNAP_KEEP_WITHIN" flag:"keep-within" desc:"keep every snapshot taken within this long of the newest one (30d, 2w, 36h, 1y: years, weeks, days, hours)"`
+	KeepWithinHourly  retention.Duration `envconfig:"HOMESNAP_KEEP_WITHIN_HOURLY" flag:"keep-within-hourly" desc:"keep the newest snapshot of each hour within this long of the newest one"`
+	KeepWithinDaily   retention.Duration `envconfig:"HOMESNAP_KEEP_WITHIN_DAILY" flag:"keep-within-daily" desc:"keep the newest snapshot of each day within this long of the newest one"`
+	KeepWithinWeekly  retention.Duration `envconfig:"HOMESNAP_KEEP_WITHIN_WEEKLY" flag:"keep-within-weekly" desc:"keep the newest snapshot of each ISO week within this long of the newest one"`
+	KeepWithinMonthly retention.Duration `envconfig:"HOMESNAP_KEEP_WITHIN_MONTHLY" flag:"keep-within-monthly" desc:"keep the newest snapshot of each month within this long of the newest one"`
+	KeepWithinYearly  retention.Duration `envconfig:"HOMESNAP_KEEP_WITHIN_YEARLY" flag:"keep-within-yearly" desc:"keep the newest snapshot of each year within this long of the newest one"`
+	PruneDelay        time.Duration      `envconfig:"HOMESNAP_PRUNE_DELAY" default:"6h" flag:"prune-delay" desc:"collect objects of snapshots that were never committed once older than this"`
 	Repacking
 
 	// Snapshots taken on demand are kept apart, so that requests cannot
@@ -30,7 +38,10 @@ type Retention struct {
 }
 
 func (r *Retention) policy() retention.Policy {
-	return retention.Policy{Last: r.KeepLast, Hourly: r.KeepHourly, Daily: r.KeepDaily, Weekly: r.KeepWeekly, Monthly: r.KeepMonthly, OnDemand: r.KeepOnDemand}
+	return retention.Policy{Last: r.KeepLast, Hourly: r.KeepHourly, Daily: r.KeepDaily, Weekly: r.KeepWeekly, Monthly: r.KeepMonthly, Yearly: r.KeepYearly,
+		Within: time.Duration(r.KeepWithin), WithinHourly: time.Duration(r.KeepWithinHourly), WithinDaily: time.Duration(r.KeepWithinDaily),
+		WithinWeekly: time.Duration(r.KeepWithinWeekly), WithinMonthly: time.Duration(r.KeepWithinMonthly), WithinYearly: time.Duration(r.KeepWithinYearly),
+		OnDemand: r.KeepOnDemand}
 }
 
 func (r *Retention) validate() error {
@@ -39,7 +50,7 @@ func (r *Retention) validate() error {
 		n    int
 	}{{"--keep-last/HOMESNAP_KEEP_LAST", r.KeepLast}, {"--keep-hourly/HOMESNAP_KEEP_HOURLY", r.KeepHourly},
 		{"--keep-daily/HOMESNAP_KEEP_DAILY", r.KeepDaily}, {"--keep-weekly/HOMESNAP_KEEP_WEEKLY", r.KeepWeekly},
-		{"--keep-monthly/HOMESNAP_KEEP_MONTHLY", r.KeepMonthly}, {"--keep-on-demand/HOMESNAP_KEEP_ON_DEMAND", r.KeepOnDemand}} {
+		{"--keep-monthly/HOMESNAP_KEEP_MONTHLY", r.KeepMonthly}, {"--keep-yearly/HOMESNAP_KEEP_YEARLY", r.KeepYearly}, {"--keep-on-demand/HOMESNAP_KEEP_ON_DEMAND", r.KeepOnDemand}} {
 		if k.n < 0 {
 			return usageError{fmt.Errorf("%s %d: want 0 (no such rule) or more", k.flag, k.n)}
 		}

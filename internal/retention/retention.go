@@ -1,6 +1,7 @@
 // Package retention decides which snapshots a policy keeps, in restic's
-// vocabulary: the last N, and the newest snapshot of each of the last N
-// hours, days, weeks and months that have one. Snapshots taken on demand
+// vocabulary: the last N, the newest snapshot of each of the last N hours,
+// days, weeks, months and years that have one, and every snapshot (or the
+// newest of each period) within a duration of the newest snapshot. Snapshots taken on demand
 // are counted apart, so that requests cannot push the scheduled history
 // out. It is a pure function of the snapshots' times, so every case is a
 // table test.
@@ -13,24 +14,35 @@ import (
 	"time"
 )
 
-// Policy counts how many of each period to keep; zero keeps none by that
+// Policy counts how many of each period to keep, and for how long to keep
+// every snapshot or the newest of each period; zero keeps none by that
 // rule. These rules count only scheduled snapshots; OnDemand keeps the
 // newest snapshots taken on demand, which the other rules neither keep nor
-// count. A policy whose scheduled counts are all zero keeps everything (no
+// count. A policy whose scheduled rules are all zero keeps everything (no
 // retention).
 type Policy struct {
-	Last, Hourly, Daily, Weekly, Monthly int
-	OnDemand                             int
+	Last, Hourly, Daily, Weekly, Monthly, Yearly int
+	// Within keeps every snapshot taken within this long of the newest
+	// one; the others keep the newest of each period within it. Measured
+	// from the newest snapshot, not from now, so a store whose sidecar
+	// stopped a month ago is not emptied by a prune today.
+	Within, WithinHourly, WithinDaily, WithinWeekly, WithinMonthly, WithinYearly time.Duration
+	OnDemand                                                                     int
 }
 
 // Empty reports whether the policy keeps everything.
 func (p Policy) Empty() bool { return p == Policy{OnDemand: p.OnDemand} }
 
-// Validate refuses negative counts.
+// Validate refuses negative counts and durations.
 func (p Policy) Validate() error {
-	for _, n := range []int{p.Last, p.Hourly, p.Daily, p.Weekly, p.Monthly, p.OnDemand} {
+	for _, n := range []int{p.Last, p.Hourly, p.Daily, p.Weekly, p.Monthly, p.Yearly, p.OnDemand} {
 		if n < 0 {
 			return fmt.Errorf("retention counts must not be negative: %+v", p)
+		}
+	}
+	for _, d := range []time.Duration{p.Within, p.WithinHourly, p.WithinDaily, p.WithinWeekly, p.WithinMonthly, p.WithinYearly} {
+		if d < 0 {
+			return fmt.Errorf("retention durations must not be negative: %+v", p)
 		}
 	}
 	return nil
@@ -42,8 +54,11 @@ func (p Policy) String() string {
 	}
 	var parts []string
 	for _, r := range p.rules() {
-		if r.n > 0 {
+		switch {
+		case r.n > 0:
 			parts = append(parts, fmt.Sprintf("%s %d", r.name, r.n))
+		case r.within > 0:
+			parts = append(parts, fmt.Sprintf("%s %s", r.name, FormatDuration(r.within)))
 		}
 	}
 	return "keep " + strings.Join(parts, ", ")
@@ -64,21 +79,36 @@ type Decision struct {
 }
 
 type rule struct {
-	name string
-	n    int
+	name   string
+	n      int
+	within time.Duration // instead of a count: the snapshots this close to the newest
 	// bucket names the period a time falls in; times in one bucket compete.
 	bucket   func(time.Time) string
 	onDemand bool // the rule counts the snapshots taken on demand, and only them
 }
 
 func (p Policy) rules() []rule {
+	var (
+		hour  = func(t time.Time) string { return t.Format("2006-01-02T15") }
+		day   = func(t time.Time) string { return t.Format("2006-01-02") }
+		week  = func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) }
+		month = func(t time.Time) string { return t.Format("2006-01") }
+		year  = func(t time.Time) string { return t.Format("2006") }
+	)
 	return []rule{
-		{"last", p.Last, nil, false},
-		{"hourly", p.Hourly, func(t time.Time) string { return t.Format("2006-01-02T15") }, false},
-		{"daily", p.Daily, func(t time.Time) string { return t.Format("2006-01-02") }, false},
-		{"weekly", p.Weekly, func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) }, false},
-		{"monthly", p.Monthly, func(t time.Time) string { return t.Format("2006-01") }, false},
-		{"on-demand", p.OnDemand, nil, true},
+		{name: "last", n: p.Last},
+		{name: "hourly", n: p.Hourly, bucket: hour},
+		{name: "daily", n: p.Daily, bucket: day},
+		{name: "weekly", n: p.Weekly, bucket: week},
+		{name: "monthly", n: p.Monthly, bucket: month},
+		{name: "yearly", n: p.Yearly, bucket: year},
+		{name: "within", within: p.Within},
+		{name: "within-hourly", within: p.WithinHourly, bucket: hour},
+		{name: "within-daily", within: p.WithinDaily, bucket: day},
+		{name: "within-weekly", within: p.WithinWeekly, bucket: week},
+		{name: "within-monthly", within: p.WithinMonthly, bucket: month},
+		{name: "within-yearly", within: p.WithinYearly, bucket: year},
+		{name: "on-demand", n: p.OnDemand, onDemand: true},
 	}
 }
 
@@ -104,20 +134,29 @@ func Apply(snaps []Snapshot, head string, p Policy) []Decision {
 		d.Keep = true
 		d.Reasons = append(d.Reasons, why)
 	}
+	var since time.Time // the newest snapshot's time: within-rules count back from it
+	for _, d := range ds {
+		if d.Time.After(since) {
+			since = d.Time
+		}
+	}
 	for _, r := range p.rules() {
-		if r.n == 0 || p.Empty() {
+		if (r.n == 0 && r.within == 0) || p.Empty() {
 			continue
 		}
 		last := ""
 		kept := 0
 		for i := range ds {
-			if kept == r.n {
+			if r.within == 0 && kept == r.n {
 				break
+			}
+			if r.within > 0 && since.Sub(ds[i].Time) > r.within {
+				break // newest first: the rest are older still
 			}
 			if ds[i].OnDemand != r.onDemand {
 				continue
 			}
-			if r.bucket == nil { // last N
+			if r.bucket == nil { // last N, or every one within
 				keep(&ds[i], r.name)
 				kept++
 				continue
