@@ -91,4 +91,23 @@ func afterSnapshot(ctx context.Context, cfg *snapshotConfig, opts snapshot.Optio
 	if r := rep.Repacked; err == nil && r != nil && len(r.Repacked) > 0 {
 		m.Repacked(r.Stored, len(r.Repacked))
 	}
+	storeContents(ctx, opts.Store, rep.Pruned, err, m, log)
+}
+
+// storeContents keeps the store-size gauges right: a prune's listing sets
+// them (less what it deleted), and without one the sidecar lists the
+// store once, after its first snapshot; puts add to them in between.
+func storeContents(ctx context.Context, st store.Store, pruned *prune.Plan, err error, m *metrics.Metrics, log zerolog.Logger) {
+	switch {
+	case m == nil:
+	case pruned != nil && err == nil:
+		m.StoreContents(pruned.Remaining())
+	case !m.StoreContentsKnown():
+		var objs []store.Object
+		if err := repo.ListObjects(ctx, st, func(o store.Object) error { objs = append(objs, o); return nil }); err != nil {
+			log.Warn().Err(err).Msg("cannot list the store for homesnap_store_bytes; the next snapshot tries again")
+			return
+		}
+		m.StoreContents(objs)
+	}
 }

@@ -27,9 +27,9 @@ func TestEveryWriterHoldsTheLease(t *testing.T) {
 
 	// What the sidecar counted against what the store directory holds.
 	_, metrics := s.getUntil(t, "/metrics", func(_ int, body string) bool {
-		return strings.Contains(body, `homesnap_snapshots_total{result="committed"} 1`)
+		return strings.Contains(body, `homesnap_snapshots_total{result="committed"} 1`) && strings.Contains(body, `homesnap_store_bytes{kind="archive"}`)
 	})
-	var archives, all int64
+	var archives, manifests, all int64
 	filepath.Walk(storeDir, func(path string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() || fi.Name() == "lease.json" { // the lease is written beside the metrics
 			return err
@@ -41,8 +41,18 @@ func TestEveryWriterHoldsTheLease(t *testing.T) {
 		if strings.Contains(path, "/archives/") {
 			archives += fi.Size()
 		}
+		if strings.HasSuffix(path, ".json.zst.age") {
+			manifests += fi.Size()
+		}
 		return nil
 	})
+	// What the store holds, by kind, as the bucket's listing would say.
+	if got := metricValue(t, metrics, `homesnap_store_bytes{kind="archive"} `); got != archives {
+		t.Errorf(`homesnap_store_bytes{kind="archive"} %d, want the %d bytes under archives/`, got, archives)
+	}
+	if got := metricValue(t, metrics, `homesnap_store_bytes{kind="manifest"} `); got != manifests {
+		t.Errorf(`homesnap_store_bytes{kind="manifest"} %d, want the %d bytes of the manifests`, got, manifests)
+	}
 	if got := metricValue(t, metrics, "homesnap_stored_bytes_total "); got != archives {
 		t.Errorf("homesnap_stored_bytes_total %d, want the %d bytes of the encrypted archive", got, archives)
 	}

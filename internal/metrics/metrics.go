@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,12 @@ type Metrics struct {
 	journalDifferences        prometheus.Counter
 	linkedLeftOut             prometheus.Counter
 	interval                  prometheus.Gauge
+
+	// What the store holds, by kind: known once a listing said so, then
+	// kept up to date by every put (contents.known guards both).
+	contents                sync.Mutex
+	contentsKnown           bool
+	storeSize, storeObjects *prometheus.GaugeVec
 }
 
 // New registers the collectors (and the Go runtime's) on a fresh registry.
@@ -97,6 +104,12 @@ func New() *Metrics {
 	m.linkedLeftOut = counter("linked_left_out_total", "Hard-linked files of another owner than the home's user that a sidecar running as root left out of snapshots (each logged; SECURITY.md).")
 	m.authenticated = gauge("store_authenticated", "1 when the sidecar authenticates the store (an age identity or HOMESNAP_AUTH_KEY_FILE), 0 when anyone who can write to the bucket decides what a restore puts in the home.")
 	m.interval = gauge("snapshot_interval_seconds", "The sidecar's --interval: alerts measure lateness in intervals.")
+	m.storeSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "homesnap_store_bytes",
+		Help: "Bytes the store holds by kind of object (archive, manifest, record, tag), as stored: from the listing of the last prune (or one at the sidecar's first snapshot), plus what was written since."}, []string{"kind"})
+	m.storeObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "homesnap_store_objects",
+		Help: "Objects the store holds by kind, counted as homesnap_store_bytes."}, []string{"kind"})
+	f(m.storeSize)
+	f(m.storeObjects)
 	f(m.duration)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -237,8 +250,11 @@ func (s *metered) op(name string, err error) error {
 func (s *metered) Put(ctx context.Context, key string, r io.Reader) error {
 	c := &counting{r: r, c: s.m.storeBytes.WithLabelValues("out")}
 	err := s.Store.Put(ctx, key, c)
-	if h, ok := repo.ParseKey(key); err == nil && ok && h.Kind == repo.KindArchive {
-		s.m.bytesStored.Add(float64(c.n))
+	if h, ok := repo.ParseKey(key); err == nil && ok {
+		if h.Kind == repo.KindArchive {
+			s.m.bytesStored.Add(float64(c.n))
+		}
+		s.m.added(h.Kind, c.n)
 	}
 	return s.op("put", err)
 }
@@ -285,6 +301,61 @@ func (c *counting) Read(p []byte) (int, error) {
 	c.c.Add(float64(n))
 	c.n += int64(n)
 	return n, err
+}
+
+// StoreContentsKnown reports whether a listing has set the store's
+// contents yet (StoreContents).
+func (m *Metrics) StoreContentsKnown() bool {
+	m.contents.Lock()
+	defer m.contents.Unlock()
+	return m.contentsKnown
+}
+
+// StoreContents sets homesnap_store_bytes and homesnap_store_objects from
+// a listing of every object snapshots write; puts through the metered
+// store add to them from then on. Objects of no kind snapshots write are
+// left out.
+func (m *Metrics) StoreContents(objects []store.Object) {
+	m.contents.Lock()
+	defer m.contents.Unlock()
+	m.contentsKnown = true
+	for _, k := range kinds {
+		m.storeSize.WithLabelValues(kindName(k)).Set(0)
+		m.storeObjects.WithLabelValues(kindName(k)).Set(0)
+	}
+	for _, o := range objects {
+		if h, ok := repo.ParseKey(o.Key); ok {
+			m.storeSize.WithLabelValues(kindName(h.Kind)).Add(float64(o.Size))
+			m.storeObjects.WithLabelValues(kindName(h.Kind)).Inc()
+		}
+	}
+}
+
+// added counts an object written, once the contents are known (before,
+// the listing that sets them will count it).
+func (m *Metrics) added(k repo.Kind, n int64) {
+	m.contents.Lock()
+	defer m.contents.Unlock()
+	if m.contentsKnown {
+		m.storeSize.WithLabelValues(kindName(k)).Add(float64(n))
+		m.storeObjects.WithLabelValues(kindName(k)).Inc()
+	}
+}
+
+var kinds = []repo.Kind{repo.KindArchive, repo.KindManifest, repo.KindRecord, repo.KindTag}
+
+func kindName(k repo.Kind) string {
+	switch k {
+	case repo.KindArchive:
+		return "archive"
+	case repo.KindManifest:
+		return "manifest"
+	case repo.KindRecord:
+		return "record"
+	case repo.KindTag:
+		return "tag"
+	}
+	return "other"
 }
 
 // Handler serves the metrics in Prometheus' text format.

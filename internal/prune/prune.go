@@ -44,6 +44,26 @@ type Plan struct {
 	Decisions []retention.Decision // the committed history, newest first
 	Reparent  []Reparent
 	Delete    []Deletion
+	// Listed is every object under snapshots/ and archives/ the plan was
+	// made from (set by Run).
+	Listed []store.Object
+}
+
+// Remaining is what the store holds under snapshots/ and archives/ once
+// the plan is carried out: the listing without the deletions. A record
+// the plan rewrote (Reparent) keeps its listed size, a few bytes off.
+func (p *Plan) Remaining() []store.Object {
+	gone := make(map[string]bool, len(p.Delete))
+	for _, d := range p.Delete {
+		gone[d.Key] = true
+	}
+	var out []store.Object
+	for _, o := range p.Listed {
+		if !gone[o.Key] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Freed is the number of bytes the plan deletes.
@@ -259,6 +279,7 @@ func Run(ctx context.Context, o Options) (*Plan, error) {
 		return nil, err
 	}
 	p := MakePlan(in)
+	p.Listed = in.Objects
 	for _, d := range p.Delete {
 		o.Log.Info().Str("key", d.Key).Int64("bytes", d.Size).Str("why", d.Why).Bool("dry_run", o.DryRun).Msg("prune: delete")
 	}

@@ -167,8 +167,32 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 		st.Put(ctx, k, strings.NewReader("partial"))
 	}
 	policy := retention.Policy{Last: 3}
-	if _, err := Run(ctx, Options{Store: st, Policy: policy, Log: zerolog.Nop()}); err != nil {
+	plan, err := Run(ctx, Options{Store: st, Policy: policy, Log: zerolog.Nop()})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(plan.Reparent) == 0 {
+		t.Fatal("nothing reparented: the test no longer covers a rewritten record")
+	}
+	// What the plan says remains is what a listing finds now (the sidecar's
+	// store-size gauges take it instead of listing again): every key, and
+	// every size but those of the records the prune rewrote.
+	line := func(o store.Object) string {
+		if slices.ContainsFunc(plan.Reparent, func(r Reparent) bool { return repo.RecordKey(r.Record.ID) == o.Key }) {
+			return o.Key + " (rewritten)"
+		}
+		return fmt.Sprintf("%s %d", o.Key, o.Size)
+	}
+	var now []string
+	repo.ListObjects(ctx, st, func(o store.Object) error { now = append(now, line(o)); return nil })
+	var remaining []string
+	for _, o := range plan.Remaining() {
+		remaining = append(remaining, line(o))
+	}
+	slices.Sort(now)
+	slices.Sort(remaining)
+	if !slices.Equal(now, remaining) || len(plan.Delete) == 0 {
+		t.Errorf("Remaining after deleting %d objects:\n%s\nthe store lists:\n%s", len(plan.Delete), strings.Join(remaining, "\n"), strings.Join(now, "\n"))
 	}
 	h, err := repo.LoadHistory(ctx, st)
 	if err != nil {
