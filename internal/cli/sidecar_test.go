@@ -45,19 +45,21 @@ func TestTriggerToken(t *testing.T) {
 		{name: "missing file", sidecar: Sidecar{TokenFile: filepath.Join(dir, "absent")}, bad: "absent"},
 		{name: "not a token file", sidecar: Sidecar{TokenFile: file("big", strings.Repeat("x", 5<<10))}, bad: "over 4 KiB"},
 	} {
-		got, err := c.sidecar.token()
-		switch {
-		case c.bad != "":
-			var u usageError
-			if !errors.As(err, &u) || !strings.Contains(err.Error(), c.bad) {
-				t.Errorf("%s: %v, want a usage error saying %q", c.name, err, c.bad)
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.sidecar.token()
+			switch {
+			case c.bad != "":
+				var u usageError
+				if !errors.As(err, &u) || !strings.Contains(err.Error(), c.bad) {
+					t.Errorf("%v, want a usage error saying %q", err, c.bad)
+				}
+				if err != nil && strings.Contains(err.Error(), tok) {
+					t.Errorf("the error shows the token: %v", err)
+				}
+			case err != nil || string(got) != c.want:
+				t.Errorf("%q %v, want %q", got, err, c.want)
 			}
-			if err != nil && strings.Contains(err.Error(), tok) {
-				t.Errorf("%s: the error shows the token: %v", c.name, err)
-			}
-		case err != nil || string(got) != c.want:
-			t.Errorf("%s: %q %v, want %q", c.name, got, err, c.want)
-		}
+		})
 	}
 }
 

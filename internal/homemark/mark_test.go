@@ -57,13 +57,15 @@ func TestFingerprintSeesEveryKindOfChange(t *testing.T) {
 		{"add", func() error { return os.WriteFile(p("jobs/test/new.xml"), nil, 0o644) }},
 		{"chmod", func() error { return os.Chmod(p("secrets"), 0o750) }},
 	} {
-		before := take()
-		if err := c.change(); err != nil {
-			t.Fatal(err)
-		}
-		if got := before.Changed(take()); got != (c.name != "nothing") {
-			t.Errorf("%s: Changed = %v", c.name, got)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			before := take()
+			if err := c.change(); err != nil {
+				t.Fatal(err)
+			}
+			if got := before.Changed(take()); got != (c.name != "nothing") {
+				t.Errorf("Changed = %v", got)
+			}
+		})
 	}
 	empty, err := TakeFingerprint(context.Background(), filepath.Join(t.TempDir(), "none"), sel)
 	if err != nil || empty.Entries != 0 {

@@ -71,10 +71,12 @@ func TestChooseRewrite(t *testing.T) {
 			map[string]int64{"a": 100, "b": 100, "c": 100},
 			healthy(map[string]int64{"a": 100, "b": 100, "c": 100}), ""},
 	} {
-		got := strings.Join(chooseRewrite(c.live, c.size, ConsolidatePolicy{MaxArchives: c.max, MaxDead: 0.5}), " ")
-		if got != c.want {
-			t.Errorf("%s: rewrite %q, want %q", c.name, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			got := strings.Join(chooseRewrite(c.live, c.size, ConsolidatePolicy{MaxArchives: c.max, MaxDead: 0.5}), " ")
+			if got != c.want {
+				t.Errorf("rewrite %q, want %q", got, c.want)
+			}
+		})
 	}
 }
 

@@ -53,15 +53,17 @@ func TestChooseRepack(t *testing.T) {
 		{"archives only older snapshots use count for the limit too", RepackPolicy{MaxUnused: 0.02, MaxArchives: 8},
 			map[string]int64{"base": 900, "old": 20}, map[string]int64{"base": 900, "old": 60}, "base", "old"},
 	} {
-		got, why := chooseRepack(c.live, c.size, strings.Fields(c.head), c.policy)
-		if strings.Join(got, " ") != c.want {
-			t.Errorf("%s: repack %q, want %q", c.name, got, c.want)
-		}
-		for _, a := range got {
-			if why[a] == "" {
-				t.Errorf("%s: no reason given for %s", c.name, a)
+		t.Run(c.name, func(t *testing.T) {
+			got, why := chooseRepack(c.live, c.size, strings.Fields(c.head), c.policy)
+			if strings.Join(got, " ") != c.want {
+				t.Errorf("repack %q, want %q", got, c.want)
 			}
-		}
+			for _, a := range got {
+				if why[a] == "" {
+					t.Errorf("no reason given for %s", a)
+				}
+			}
+		})
 	}
 }
 

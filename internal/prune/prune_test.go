@@ -96,10 +96,12 @@ func TestMakePlan(t *testing.T) {
 				"delete snapshots/" + idA + ".json (snapshot dropped by the policy (keep last 2))\n" +
 				"delete snapshots/" + idA + ".json.zst (snapshot dropped by the policy (keep last 2))\n"},
 	} {
-		p := MakePlan(Inputs{History: h, Objects: objs(now.Add(-2*time.Hour), all(idA, idB, idC, idX)...), Policy: c.policy, Now: c.now, Delay: 6 * time.Hour})
-		if got := render(p); got != c.want {
-			t.Errorf("%s:\ngot:\n%swant:\n%s", c.name, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			p := MakePlan(Inputs{History: h, Objects: objs(now.Add(-2*time.Hour), all(idA, idB, idC, idX)...), Policy: c.policy, Now: c.now, Delay: 6 * time.Hour})
+			if got := render(p); got != c.want {
+				t.Errorf("\ngot:\n%swant:\n%s", got, c.want)
+			}
+		})
 	}
 
 	// An archive no kept snapshot points into goes with its snapshot.

@@ -38,12 +38,14 @@ func TestDecide(t *testing.T) {
 		{"mark of another store", Situation{Marked: true}, false, false, ActDiverged, false},
 		{"mark of another store, unchanged: still refused", Situation{Marked: true, LocalChanges: false}, false, true, ActDiverged, false},
 	} {
-		if got := Decide(c.s, c.force, c.allowEmpty); got.Action != c.want {
-			t.Errorf("%s: %s (%s), want %s", c.name, got.Action, got.Reason, c.want)
-		}
-		if got := WalkMatters(c.s, c.force, c.allowEmpty); got != c.walk {
-			t.Errorf("%s: WalkMatters = %v, want %v", c.name, got, c.walk)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if got := Decide(c.s, c.force, c.allowEmpty); got.Action != c.want {
+				t.Errorf("%s (%s), want %s", got.Action, got.Reason, c.want)
+			}
+			if got := WalkMatters(c.s, c.force, c.allowEmpty); got != c.walk {
+				t.Errorf("WalkMatters = %v, want %v", got, c.walk)
+			}
+		})
 	}
 }
 

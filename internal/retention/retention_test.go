@@ -149,9 +149,11 @@ func TestApply(t *testing.T) {
 			want:   "a(last,hourly,daily,weekly,monthly,head)",
 		},
 	} {
-		if got := kept(Apply(c.snaps, c.head, c.policy)); got != c.want {
-			t.Errorf("%s:\n got  %s\n want %s", c.name, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if got := kept(Apply(c.snaps, c.head, c.policy)); got != c.want {
+				t.Errorf("\n got  %s\n want %s", got, c.want)
+			}
+		})
 	}
 }
 

@@ -22,13 +22,15 @@ func TestCheckShrink(t *testing.T) {
 		{"emptied", census{}, "files 100 → 0, bytes 1000 → 0, secrets/ vanished, nodes/ vanished"},
 		{"secrets gone", census{files: 95, bytes: 990, top: map[string]int64{"jobs": 90, "nodes": 5}}, "secrets/ vanished"},
 	} {
-		err := checkShrink(home, c.next, vital)
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("%s: refused: %v", c.name, err)
-		case c.want != "" && (!errors.Is(err, ErrShrunk) || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: got %v, want a refusal naming %q", c.name, err, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			err := checkShrink(home, c.next, vital)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (!errors.Is(err, ErrShrunk) || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("got %v, want a refusal naming %q", err, c.want)
+			}
+		})
 	}
 	// A first snapshot, or a parent that never had the vital paths, is
 	// never a shrink.
