@@ -46,7 +46,7 @@ type Metrics struct {
 	interval                  prometheus.Gauge
 
 	// What the store holds, by kind: known once a listing said so, then
-	// kept up to date by every put (contents.known guards both).
+	// kept up to date by every put (contents guards both).
 	contents                sync.Mutex
 	contentsKnown           bool
 	storeSize, storeObjects *prometheus.GaugeVec

@@ -1,9 +1,9 @@
 // Package retention decides which snapshots a policy keeps, in restic's
 // vocabulary: the last N, the newest snapshot of each of the last N hours,
 // days, weeks, months and years that have one, and every snapshot (or the
-// newest of each period) within a duration of the newest snapshot. Snapshots taken on demand
-// are counted apart, so that requests cannot push the scheduled history
-// out. It is a pure function of the snapshots' times, so every case is a
+// newest of each period) within a duration of the newest snapshot.
+// Snapshots taken on demand are counted apart, so that requests cannot push
+// the scheduled history out. It is a pure function of the snapshots' times, so every case is a
 // table test.
 package retention
 
