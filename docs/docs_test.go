@@ -207,10 +207,10 @@ func TestSlug(t *testing.T) {
 }
 
 // TestHelpIsDocumented: every flag (--name) and every variable
-// (HOMESNAP_*) that restore, snapshot or prune lists in --help appears
-// somewhere under docs/. Both lists come from the binaries themselves, so
-// a flag or variable added or renamed in the code must be documented
-// under its new name.
+// (HOMESNAP_*) that a homesnap command lists in --help appears somewhere
+// under docs/, and so does every command `homesnap --help` lists. The
+// lists come from the binary itself, so a command, flag or variable added
+// or renamed in the code must be documented under its new name.
 func TestHelpIsDocumented(t *testing.T) {
 	var docs strings.Builder
 	for _, f := range pages(t) {
@@ -225,7 +225,7 @@ func TestHelpIsDocumented(t *testing.T) {
 	}
 	text := docs.String()
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "../cmd/restore", "../cmd/snapshot", "../cmd/prune")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "../cmd/homesnap")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the release: its compiles are reused
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
@@ -236,10 +236,26 @@ func TestHelpIsDocumented(t *testing.T) {
 		re := regexp.MustCompile(`(^|[^` + word + `])` + regexp.QuoteMeta(name) + `($|[^` + word + `])`)
 		return re.MatchString(text)
 	}
-	for _, program := range []string{"restore", "snapshot", "prune"} {
-		out, err := exec.Command(filepath.Join(bin, program), "--help").CombinedOutput()
+	usage, err := exec.Command(filepath.Join(bin, "homesnap"), "--help").Output()
+	if err != nil {
+		t.Fatalf("homesnap --help: %v\n%s", err, usage)
+	}
+	_, list, _ := strings.Cut(string(usage), "\nCommands:\n")
+	commands := regexp.MustCompile(`(?m)^  ([a-z-]+) `).FindAllStringSubmatch(list, -1)
+	if len(commands) < 6 {
+		t.Fatalf("homesnap --help lists %d commands: cannot read its command list\n%s", len(commands), usage)
+	}
+	for _, c := range commands {
+		program := c[1]
+		if !documented("homesnap "+program, "a-z0-9-") {
+			t.Errorf("homesnap --help lists the command %s, which nothing under docs/ mentions as `homesnap %s`", program, program)
+		}
+		out, err := exec.Command(filepath.Join(bin, "homesnap"), program, "--help").CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s --help: %v\n%s", program, err, out)
+		}
+		if !strings.Contains(string(out), "\nFlags (") {
+			continue // version, help, completion: no flags
 		}
 		flags := flagLine.FindAllStringSubmatch(string(out), -1)
 		if len(flags) < 5 {

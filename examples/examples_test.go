@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var bin string // the statically built restore and snapshot
+var bin string // the statically built homesnap, and its links restore, snapshot and prune
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "homesnap-examples-")
@@ -31,13 +31,20 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Chmod(dir, 0o755)
-	// Built exactly as the Dockerfile builds them.
-	build := exec.Command("go", "build", "-trimpath", "-o", dir, "../cmd/restore", "../cmd/snapshot", "../cmd/prune")
+	// Built and installed exactly as the Dockerfile does: homesnap, and
+	// the names the examples run as links to it.
+	build := exec.Command("go", "build", "-trimpath", "-o", dir, "../cmd/homesnap")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
 		os.Exit(1)
+	}
+	for _, name := range []string{"restore", "snapshot", "prune"} {
+		if err := os.Symlink("homesnap", filepath.Join(dir, name)); err != nil {
+			fmt.Fprintln(os.Stderr, "link binaries:", err)
+			os.Exit(1)
+		}
 	}
 	bin = dir
 	code := m.Run()
@@ -456,8 +463,8 @@ func TestHelmValues(t *testing.T) {
 func TestVariablesAreOnesTheBinariesRead(t *testing.T) {
 	known := map[string]bool{}
 	name := regexp.MustCompile(`HOMESNAP_[A-Z0-9_]*[A-Z0-9]`)
-	for _, b := range []string{"restore", "snapshot", "prune"} {
-		out, _ := exec.Command(filepath.Join(bin, b), "--help").CombinedOutput()
+	for _, c := range []string{"restore", "snapshot", "prune", "list", "verify", "check-agents"} {
+		out, _ := exec.Command(filepath.Join(bin, "homesnap"), c, "--help").CombinedOutput()
 		for _, n := range name.FindAllString(string(out), -1) {
 			known[n] = true
 		}

@@ -35,7 +35,7 @@ var pathCalls = map[string][]string{
 // names and which is trusted).
 var notHome = map[string]string{
 	"cli/agents.go readMasterKeyFile os.ReadFile": "--master-key-file: a mounted Secret, not the home",
-	"cli/commands.go Main os.Create":              "HOMESNAP_CPUPROFILE: a profile file the operator names",
+	"cli/dispatch.go execute os.Create":           "HOMESNAP_CPUPROFILE: a profile file the operator names",
 	"cli/crypt.go keySource os.Open":              "an age key file: a mounted Secret",
 	"cli/import.go runImport os.Open":             "--import: a tar file the operator names",
 	"restore/write.go processUmask os.ReadFile":   "/proc/self/status",

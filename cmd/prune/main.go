@@ -8,5 +8,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Main("prune", cli.Prune))
+	os.Exit(cli.Main("prune"))
 }

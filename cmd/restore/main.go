@@ -9,5 +9,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Main("restore", cli.Restore))
+	os.Exit(cli.Main("restore"))
 }

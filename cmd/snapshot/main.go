@@ -9,5 +9,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Main("snapshot", cli.Snapshot))
+	os.Exit(cli.Main("snapshot"))
 }

@@ -26,9 +26,9 @@ import (
 // AgentConfig holds restore's settings for the agent-continuity check and
 // for a master.key kept out of the store.
 type AgentConfig struct {
-	CheckAgents            bool   `envconfig:"HOMESNAP_CHECK_AGENTS" flag:"check-agents" desc:"report whether agents will reconnect, then exit: the home (--home), or a snapshot in the store (--snapshot ID or head, or --at TIME) without restoring it; exit status 1 when continuity breaks"`
-	Compare                string `envconfig:"HOMESNAP_COMPARE" flag:"compare" desc:"with --check-agents: the state agents know now (home, head or a snapshot ID), compared node by node with the checked one"`
-	ShowSecrets            bool   `envconfig:"HOMESNAP_SHOW_SECRETS" flag:"show-secrets" desc:"--check-agents prints every inbound agent's full JENKINS_SECRET (a credential; otherwise a fingerprint)"`
+	CheckAgents            bool   `ignored:"true" flag:"check-agents" desc:"deprecated: run homesnap check-agents (this flag stops working in the next release; HOMESNAP_CHECK_AGENTS is refused)"`
+	Compare                string `envconfig:"HOMESNAP_COMPARE" flag:"compare" desc:"check-agents: the state agents know now (home, head or a snapshot ID), compared node by node with the checked one"`
+	ShowSecrets            bool   `envconfig:"HOMESNAP_SHOW_SECRETS" flag:"show-secrets" desc:"check-agents prints every inbound agent's full JENKINS_SECRET (a credential; otherwise a fingerprint)"`
 	RequireAgentContinuity bool   `envconfig:"HOMESNAP_REQUIRE_AGENT_CONTINUITY" flag:"require-agent-continuity" desc:"fail the restore, before anything is moved into place, when Jenkins would regenerate keys or an agent could not get back in"`
 	MasterKeyFile          string `envconfig:"HOMESNAP_MASTER_KEY_FILE" flag:"master-key-file" desc:"secrets/master.key kept out of the store (a mounted Secret): it must unwrap the snapshot's keys, and is installed into the home after the restore"`
 }

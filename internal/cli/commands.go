@@ -5,12 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"runtime/debug"
-	"runtime/pprof"
-	"syscall"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -24,31 +19,7 @@ import (
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	_ "github.com/homesnap/homesnap/internal/store/all" // every backend
-	"github.com/homesnap/homesnap/internal/version"
 )
-
-// Main runs the command program and returns the process exit status (see
-// exitCode). program names it in --version, whatever the binary's file is
-// called (the operator example installs restore as homesnap-restore).
-func Main(program string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) int {
-	if version.Asked(os.Args[1:]) {
-		version.Print(os.Stdout, program)
-		return ExitOK
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft ceiling that keeps the sidecar small; GOMEMLIMIT overrides.
-		debug.SetMemoryLimit(80 << 20)
-	}
-	if p := os.Getenv("HOMESNAP_CPUPROFILE"); p != "" { // for profiling runs
-		if f, err := os.Create(p); err == nil {
-			pprof.StartCPUProfile(f)
-			defer pprof.StopCPUProfile()
-		}
-	}
-	return report(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
-}
 
 // setup loads the configuration, the logger and the store.
 func setup(ctx context.Context, name, about string, cfg any, c *Common, args []string, stderr io.Writer) (zerolog.Logger, store.Store, error) {
@@ -70,7 +41,7 @@ func configure(name, about string, cfg any, c *Common, args []string, stderr io.
 		return zerolog.Logger{}, err
 	}
 	if len(rest) > 0 {
-		return zerolog.Logger{}, usageError{fmt.Errorf("unexpected argument %q (see %s --help)", rest[0], name)}
+		return zerolog.Logger{}, usageError{fmt.Errorf("unexpected argument %q (see homesnap %s --help)", rest[0], name)}
 	}
 	if v, ok := cfg.(validator); ok {
 		if err := v.validate(); err != nil {

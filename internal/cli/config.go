@@ -1,5 +1,6 @@
-// Package cli turns environment variables and flags into the engine's
-// options for the snapshot and restore commands, and sets up logging.
+// Package cli is homesnap's commands (dispatch.go holds their table): it
+// turns environment variables and flags into the engine's options, and
+// sets up logging.
 package cli
 
 import (
@@ -10,6 +11,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +19,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 )
 
-// Common holds the settings all three commands share. Each field is an
+// Common holds the settings every command that takes flags shares. Each field is an
 // environment variable (its envconfig tag) and a flag (--<flag tag>); the
 // flag wins. The variable is the flag's name, upper case, with HOMESNAP_
 // in front (TestEveryFlagHasItsOwnVariable). Tags carry the full variable
@@ -50,17 +52,15 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 			os.Unsetenv(name)
 		}
 	}
+	if err := refuseModeVariables(); err != nil {
+		return nil, err
+	}
 	if err := envconfig.Process("", cfg); err != nil {
 		return nil, usageError{fmt.Errorf("environment: %w", err)}
 	}
 	c := findCommon(cfg)
 	c.deprecated, c.given = nil, map[string]bool{}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var help []string
-	var settings []setting
-	bind(fs, reflect.ValueOf(cfg).Elem(), &help, &settings)
-	help = append(help, "  --version\n        print the program's version and build, then exit (given alone)")
+	fs, help, settings := flagSet(name, cfg)
 	for _, s := range settings {
 		if err := s.fromEnv(c); err != nil {
 			return nil, err
@@ -70,13 +70,14 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags (each also set by its environment variable; a flag wins):\n", name, about)
+			fmt.Fprintf(stderr, "Usage: homesnap %s [flags]\n\n%s\n\nFlags (each also set by its environment variable; a flag wins):\n", name, about)
 			for _, h := range help {
 				fmt.Fprintln(stderr, h)
 			}
+			writeExits(stderr, name)
 			return nil, errHelp
 		}
-		return nil, usageError{fmt.Errorf("%w (see %s --help)", err, name)}
+		return nil, usageError{fmt.Errorf("%w (see homesnap %s --help)", err, name)}
 	}
 	onCommandLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
@@ -89,6 +90,24 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 		c.Home = os.Getenv("JENKINS_HOME")
 	}
 	return fs.Args(), nil
+}
+
+// flagSet binds the flags of cfg that the command name takes to a new flag
+// set, and returns their --help lines (--version last) and settings: the
+// one definition --help, the parser and the completion scripts share.
+func flagSet(name string, cfg any) (*flag.FlagSet, []string, []setting) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var keep func(string) bool
+	if s, ok := cfg.(interface{ takes() []string }); ok {
+		takes := s.takes()
+		keep = func(n string) bool { return slices.Contains(takes, n) }
+	}
+	var help []string
+	var settings []setting
+	bind(fs, reflect.ValueOf(cfg).Elem(), keep, &help, &settings)
+	help = append(help, "  --version\n        print the program's version and build, then exit (given alone)")
+	return fs, help, settings
 }
 
 // setting is one field with its flag and variable, and the old names it
@@ -151,11 +170,18 @@ func (s setting) fromFlags(c *Common, given map[string]bool) error {
 // usageError marks a mistake on the command line (exit status 2).
 type usageError struct{ error }
 
+// findCommon returns the Common of cfg, embedded at any depth (a command
+// that takes some of restore's flags embeds restore's configuration).
 func findCommon(cfg any) *Common {
 	v := reflect.ValueOf(cfg).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		if c, ok := v.Field(i).Addr().Interface().(*Common); ok {
 			return c
+		}
+		if f := v.Type().Field(i); f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if c := findCommon(v.Field(i).Addr().Interface()); c != nil {
+				return c
+			}
 		}
 	}
 	return nil
@@ -163,21 +189,28 @@ func findCommon(cfg any) *Common {
 
 // bind registers a flag for every field tagged `flag` (and its old name),
 // recursing into embedded structs, with the environment's value as the
-// default.
-func bind(fs *flag.FlagSet, v reflect.Value, help *[]string, settings *[]setting) {
+// default. keep, if not nil, names the flags (and, for a setting without
+// a flag, the variables) to register; Common's are always registered.
+func bind(fs *flag.FlagSet, v reflect.Value, keep func(string) bool, help *[]string, settings *[]setting) {
 	t := v.Type()
+	if t == reflect.TypeFor[Common]() {
+		keep = nil
+	}
 	for i := 0; i < t.NumField(); i++ {
 		f, fv := t.Field(i), v.Field(i)
 		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			bind(fs, fv, help, settings)
+			bind(fs, fv, keep, help, settings)
 			continue
 		}
 		name := f.Tag.Get("flag")
 		if name == "" {
 			// A variable without a flag (a key's content: flags show in ps).
-			if env, desc := f.Tag.Get("envconfig"), f.Tag.Get("desc"); env != "" && desc != "" {
+			if env, desc := f.Tag.Get("envconfig"), f.Tag.Get("desc"); env != "" && desc != "" && (keep == nil || keep(env)) {
 				*help = append(*help, fmt.Sprintf("  (variable only)\n        %s [%s]", desc, env))
 			}
+			continue
+		}
+		if keep != nil && !keep(name) {
 			continue
 		}
 		val := &value{v: fv}
@@ -206,6 +239,10 @@ func bind(fs *flag.FlagSet, v reflect.Value, help *[]string, settings *[]setting
 		}
 		if len(was) > 0 {
 			def += "; deprecated: " + strings.Join(was, ", ")
+		}
+		if env == "" { // a deprecated mode flag: its variable is refused
+			*help = append(*help, fmt.Sprintf("  --%s%s\n        %s", name, arg, f.Tag.Get("desc")))
+			continue
 		}
 		*help = append(*help, fmt.Sprintf("  --%s%s\n        %s [%s%s]", name, arg, f.Tag.Get("desc"), env, def))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/auth"
@@ -34,6 +35,39 @@ const (
 	ExitRollback        = 12 // the head is older than a snapshot the store proves was committed after it
 	ExitPlaintext       = 13 // a plain snapshot in an age-encrypted store
 )
+
+// exitStatuses says what each status means, for --help and the runbook
+// (docs/runbooks.md: "Exit status" says the same, at length).
+var exitStatuses = []struct {
+	code int
+	what string
+}{
+	{ExitOK, "success; for restore, every outcome that leaves the home usable (restored, nothing to do, first boot with --allow-empty)"},
+	{ExitFailure, "a failure not listed here; for check-agents, agents would not reconnect"},
+	{ExitUsage, "a mistake in flags, arguments or variables; nothing was done"},
+	{ExitRefused, "refused: the home holds data the store does not (see --force)"},
+	{ExitNoSnapshot, "no such snapshot: the store has none (see --allow-empty), none at --at, or not the --snapshot named"},
+	{ExitStore, "the store is unreachable, denies access, timed out, or is not a homesnap store"},
+	{ExitCorrupt, "a snapshot in the store is damaged: missing or corrupt objects"},
+	{ExitUnauthenticated, "an object is not authenticated by the keys given (see --allow-unauthenticated)"},
+	{ExitForged, "an object's authentication tag does not match: forged or damaged"},
+	{ExitRollback, "the head is older than a snapshot the store proves was committed after it"},
+	{ExitPlaintext, "a plain snapshot in an age-encrypted store"},
+}
+
+// writeExits ends a command's --help with the statuses it can exit with.
+func writeExits(w io.Writer, name string) {
+	c := lookup(name)
+	if c == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nExit status:")
+	for _, s := range exitStatuses {
+		if slices.Contains(c.exits, s.code) {
+			fmt.Fprintf(w, "  %-3d %s\n", s.code, s.what)
+		}
+	}
+}
 
 // exitCode maps an error to its exit status: the one place that does.
 func exitCode(err error) int {

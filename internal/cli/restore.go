@@ -20,10 +20,10 @@ import (
 
 type restoreConfig struct {
 	Common
-	Snapshot   string        `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore (default: the head)"`
-	At         string        `envconfig:"HOMESNAP_AT" flag:"at" desc:"restore the newest snapshot taken at or before this time (RFC 3339, e.g. 2026-12-01T14:00:00Z)"`
+	Snapshot   string        `envconfig:"HOMESNAP_SNAPSHOT" flag:"snapshot" desc:"snapshot ID to restore, verify or check, or head (default: the head)"`
+	At         string        `envconfig:"HOMESNAP_AT" flag:"at" desc:"choose the newest snapshot taken at or before this time (RFC 3339, e.g. 2026-12-01T14:00:00Z)"`
 	AllowEmpty bool          `envconfig:"HOMESNAP_ALLOW_EMPTY" flag:"allow-empty" desc:"succeed without changes when the store has no snapshot yet (first boot)"`
-	Timeout    time.Duration `envconfig:"HOMESNAP_TIMEOUT" default:"10m" flag:"timeout" oldflag:"deadline" oldenv:"HOMESNAP_DEADLINE" desc:"give up after this long, naming the store and the step (0: never); --verify only when given"`
+	Timeout    time.Duration `envconfig:"HOMESNAP_TIMEOUT" default:"10m" flag:"timeout" oldflag:"deadline" oldenv:"HOMESNAP_DEADLINE" desc:"give up after this long, naming the store and the step (0: never); verify: only when given"`
 	Target     string        `envconfig:"HOMESNAP_TARGET" flag:"target" desc:"restore into this directory instead of the home (inspection); the home is left alone"`
 	DryRun     bool          `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" oldenv:"HOMESNAP_RESTORE_DRY_RUN" desc:"print what would be written, removed and fetched, change nothing"`
 	Force      bool          `envconfig:"HOMESNAP_FORCE" flag:"force" oldenv:"HOMESNAP_RESTORE_FORCE" desc:"restore over a home that holds data the store does not; what it replaces or removes is kept in .homesnap-displaced-*"`
@@ -31,8 +31,8 @@ type restoreConfig struct {
 	KeepModes  bool          `envconfig:"HOMESNAP_KEEP_MODES" flag:"keep-modes" desc:"restore setuid, setgid and world-writable bits as stored (dropped by default: a Jenkins home needs none)"`
 	Only       []string      `envconfig:"HOMESNAP_ONLY" flag:"only" oldflag:"include" oldenv:"HOMESNAP_RESTORE_INCLUDE" desc:"restore only paths matching this glob (one job, a folder); others are neither written nor removed"`
 	Skip       []string      `envconfig:"HOMESNAP_SKIP" flag:"skip" oldflag:"exclude" oldenv:"HOMESNAP_RESTORE_EXCLUDE" desc:"leave paths matching this glob alone"`
-	List       bool          `envconfig:"HOMESNAP_LIST" flag:"list" desc:"list the snapshots the head's history reaches, oldest first, and exit"`
-	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of --list and --check-agents: text (a table for --list) or json"`
+	List       bool          `ignored:"true" flag:"list" desc:"deprecated: run homesnap list (this flag stops working in the next release; HOMESNAP_LIST is refused)"`
+	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of list and check-agents: text (a table for list) or json"`
 	RestoreSelection
 	AgentConfig
 	VerifyConfig
@@ -111,6 +111,17 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	for _, m := range modeVariables {
+		if cfg.given[m.flag] {
+			log.Warn().Msgf("restore --%s is deprecated: run `%s` instead (the flag stops working in the next release)", m.flag, m.command)
+		}
+	}
+	return restoreOrInspect(ctx, &cfg, log, stdout, stderr)
+}
+
+// restoreOrInspect runs a restore, or the command that inspects the store
+// or the home instead (list, verify, check-agents) when cfg selects one.
+func restoreOrInspect(ctx context.Context, cfg *restoreConfig, log zerolog.Logger, stdout, stderr io.Writer) error {
 	// One deadline for everything, the store's opening included, so that
 	// an unreachable endpoint cannot hold a pod in its init phase.
 	limit := cfg.Timeout
@@ -132,7 +143,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return reported{err}
 	}
 	if cfg.CheckAgents && cfg.Store == "" {
-		return checkAgents(ctx, &cfg, nil, stdout, log) // the home alone
+		return checkAgents(ctx, cfg, nil, stdout, log) // the home alone
 	}
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
@@ -148,7 +159,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.verifying() {
 		setStep("verifying snapshots")
-		return verify(ctx, &cfg, st, stdout, stderr, log)
+		return verify(ctx, cfg, st, stdout, stderr, log)
 	}
 	// An encrypted store is read through age from here on; a missing or
 	// wrong identity fails now, naming the recipients it needs.
@@ -169,7 +180,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	st = dec.Store
 	if cfg.CheckAgents {
-		return checkAgents(ctx, &cfg, st, stdout, log)
+		return checkAgents(ctx, cfg, st, stdout, log)
 	}
 	home := cfg.Home
 	if cfg.Target != "" {
@@ -186,7 +197,7 @@ func Restore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.DryRun {
 		opts.OnChange = func(c restore.Change) { fmt.Fprintf(stdout, "%s\t%s\t%d\n", c.Kind, c.Path, c.Size) }
 	}
-	check, err := prepareAgentCheck(&cfg, log)
+	check, err := prepareAgentCheck(cfg, log)
 	if err != nil {
 		return reported{err}
 	}

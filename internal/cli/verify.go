@@ -18,13 +18,14 @@ import (
 // VerifyConfig holds restore's settings for checking the store instead of
 // restoring (docs/runbooks.md: "Verifying backups").
 type VerifyConfig struct {
-	Verify          bool `envconfig:"HOMESNAP_VERIFY" flag:"verify" desc:"check the store instead of restoring: read every object the chosen snapshots need (--snapshot or --at; default every snapshot the head reaches), check every hash, name each missing or corrupt object (exit 6); the home is not touched"`
-	VerifyStructure bool `envconfig:"HOMESNAP_VERIFY_STRUCTURE" flag:"verify-structure" desc:"a cheap --verify for frequent checks: read the manifests and check that every archive they need exists with a plausible size, without downloading archives"`
+	Verify          bool `ignored:"true" flag:"verify" desc:"deprecated: run homesnap verify (this flag stops working in the next release; HOMESNAP_VERIFY is refused)"`
+	VerifyStructure bool `ignored:"true" flag:"verify-structure" desc:"deprecated: run homesnap verify --structure (this flag stops working in the next release; HOMESNAP_VERIFY_STRUCTURE is refused)"`
 }
 
 func (v VerifyConfig) verifying() bool { return v.Verify || v.VerifyStructure }
 
-// verify is restore --verify and --verify-structure. A log line for every
+// verify is the verify command (and restore's deprecated --verify and
+// --verify-structure). A log line for every
 // problem, a summary line, and one line per snapshot on standard output:
 // "ok<TAB>ID" or "damaged<TAB>ID".
 func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, stderr io.Writer, log zerolog.Logger) error {
@@ -121,4 +122,4 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 }
 
 // errVerifyAndList refuses two commands at once.
-var errVerifyAndList = usageError{errors.New("--verify, --verify-structure and --list are separate commands: give one")}
+var errVerifyAndList = usageError{errors.New("--verify, --verify-structure and --list are separate commands (homesnap verify, homesnap list): give one")}

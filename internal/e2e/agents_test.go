@@ -71,7 +71,7 @@ func TestAgentsKeepTheirSecretsThroughSnapshotAndRestore(t *testing.T) {
 	ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir))
 
 	// The snapshot, checked in the store without restoring, against the home.
-	r := run(t, "restore", nil, "--check-agents", "--store", storeDir, "--snapshot", "head", "--compare", "home", "--home", home, "--output", "json")
+	r := run(t, "homesnap", nil, "check-agents", "--store", storeDir, "--snapshot", "head", "--compare", "home", "--home", home, "--output", "json")
 	rep := checkJSON(t, r)
 	if r.code != 0 || !rep.Continuity || rep.Compare == nil || rep.Compare.Identity != "same" {
 		t.Fatalf("exit %d, report %+v\nstderr: %s", r.code, rep, r.stderr)
@@ -96,13 +96,13 @@ func TestAgentsKeepTheirSecretsThroughSnapshotAndRestore(t *testing.T) {
 	if !strings.Contains(r.stderr, "agents will reconnect") {
 		t.Errorf("the restore logged no summary line:\n%s", r.stderr)
 	}
-	r = run(t, "restore", nil, "--check-agents", "--home", target, "--store", storeDir, "--compare", "head")
+	r = run(t, "homesnap", nil, "check-agents", "--home", target, "--store", storeDir, "--compare", "head")
 	if out := ok(t, r); !strings.Contains(out, "agents will reconnect: all") || !strings.Contains(out, "identity: same") {
 		t.Fatalf("text report:\n%s", out)
 	}
 
 	// --show-secrets prints exactly what Jenkins will expect.
-	rep = checkJSON(t, run(t, "restore", nil, "--check-agents", "--home", target, "--show-secrets", "--output", "json"))
+	rep = checkJSON(t, run(t, "homesnap", nil, "check-agents", "--home", target, "--show-secrets", "--output", "json"))
 	n := rep.State.Node("ws-agent")
 	if n == nil || n.Kind != jenkins.KindWebSocket || n.Revealed != expectedSecret(t, home, "ws-agent") {
 		t.Fatalf("ws-agent: %+v", n)
@@ -145,7 +145,7 @@ func TestBrokenContinuityIsRefused(t *testing.T) {
 			tc.damage(t, home)
 
 			// The check names it, comparing the damaged home with the head.
-			r := run(t, "restore", nil, "--check-agents", "--home", home, "--store", storeDir, "--compare", "head")
+			r := run(t, "homesnap", nil, "check-agents", "--home", home, "--store", storeDir, "--compare", "head")
 			if r.code != 1 || !strings.Contains(r.stdout, "BREAKS") || !strings.Contains(r.stdout, tc.names) {
 				t.Fatalf("check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
@@ -160,14 +160,14 @@ func TestBrokenContinuityIsRefused(t *testing.T) {
 				if r.code != 1 || !strings.Contains(r.stderr, "head is kept") {
 					t.Fatalf("snapshot of a regenerated home: exit %d\n%s", r.code, r.stderr)
 				}
-				if out := ok(t, run(t, "restore", nil, "--list", "--store", storeDir, "--output", "json")); strings.Count(out, `"id"`) != 1 || !strings.Contains(out, good) {
+				if out := ok(t, run(t, "homesnap", nil, "list", "--store", storeDir, "--output", "json")); strings.Count(out, `"id"`) != 1 || !strings.Contains(out, good) {
 					t.Fatalf("the head moved:\n%s", out)
 				}
 				// Told to, it commits.
 				ok(t, run(t, "snapshot", nil, "--once", "--home", home, "--store", storeDir, "--accept-key-change"))
 			}
 			// Two snapshots compared in the store, neither restored.
-			r = run(t, "restore", nil, "--check-agents", "--store", storeDir, "--snapshot", "head", "--compare", good, "--output", "json")
+			r = run(t, "homesnap", nil, "check-agents", "--store", storeDir, "--snapshot", "head", "--compare", good, "--output", "json")
 			if rep := checkJSON(t, r); r.code != 1 || rep.Continuity || rep.Compare == nil || !strings.Contains(r.stdout, `"breaks": true`) {
 				t.Fatalf("two snapshots: exit %d\n%s", r.code, r.stdout)
 			}
@@ -238,7 +238,7 @@ func TestMasterKeyOutOfTheStore(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("installed master.key: %v, %v", fi, err)
 	}
-	r = run(t, "restore", nil, "--check-agents", "--home", target, "--store", storeDir, "--compare", "head", "--master-key-file", keyFile)
+	r = run(t, "homesnap", nil, "check-agents", "--home", target, "--store", storeDir, "--compare", "head", "--master-key-file", keyFile)
 	ok(t, r)
 	if got, _ := os.ReadFile(filepath.Join(target, jenkins.MasterKeyPath)); string(got) != string(master) {
 		t.Fatal("the installed key differs from the file")
@@ -256,7 +256,7 @@ func TestCheckAgentsReal2015Home(t *testing.T) {
 	if err := os.CopyFS(home, z); err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, "restore", nil, "--check-agents", "--home", home)
+	r := run(t, "homesnap", nil, "check-agents", "--home", home)
 	out := ok(t, r)
 	if !strings.Contains(out, "agents will reconnect") || !strings.Contains(out, "X-Instance-Identity: MIIB") {
 		t.Fatalf("report:\n%s", out)

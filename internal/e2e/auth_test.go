@@ -294,7 +294,7 @@ func testAuthenticatedStore(t *testing.T, b authBackend, encrypted bool) {
 		defer bk.reset(good)
 		bk.put(repo.HeadKey, head1)
 		refused(t, env, exitRollback, "rolled back")
-		r := run(t, "restore", env, "--verify-structure")
+		r := run(t, "homesnap", env, "verify", "--structure")
 		if r.code != exitRollback {
 			t.Fatalf("verify of a rolled-back store: exit %d; stderr:\n%s", r.code, tail(r.stderr, 2000))
 		}
@@ -491,7 +491,7 @@ func TestAuthenticatedMaintenance(t *testing.T) {
 			t.Fatalf("%v on an authenticated store without the key: exit %d\n%s", args, r.code, tail(r.stderr, 2000))
 		}
 	}
-	r := run(t, "restore", env, "--verify")
+	r := run(t, "homesnap", env, "verify")
 	if r.code != 0 || strings.Contains(r.stderr, `"level":"warn"`) {
 		t.Fatalf("verify after maintenance: exit %d\n%s", r.code, tail(r.stderr, 3000))
 	}

@@ -51,7 +51,7 @@ func TestUnauthenticatedStoreWarnsAtEveryStart(t *testing.T) {
 			for _, args := range [][]string{
 				{"snapshot", "--once", "--home", home},
 				{"restore", "--home", t.TempDir()},
-				{"restore", "--verify-structure"},
+				{"homesnap", "verify", "--structure"},
 				{"prune", "--keep-last", "1"},
 			} {
 				r := run(t, args[0], env, args[1:]...)
@@ -122,5 +122,5 @@ func TestAddingAKeyToAStoreWrittenWithout(t *testing.T) {
 	target := t.TempDir()
 	ok(t, run(t, "restore", keyed, "--home", target))
 	same(t, "the home restored with the key", selectedTree(t, home), selectedTree(t, target))
-	ok(t, run(t, "restore", keyed, "--verify", "--snapshot", r.stdout))
+	ok(t, run(t, "homesnap", keyed, "verify", "--snapshot", r.stdout))
 }

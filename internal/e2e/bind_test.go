@@ -172,7 +172,7 @@ func TestUpgradeToStoreIdentity(t *testing.T) {
 			if cfg, _ := os.ReadFile(filepath.Join(first, "jobs/a/config.xml")); !bytes.Contains(cfg, []byte("<description>a</description>")) {
 				t.Fatalf("the first snapshot of the format 3 store restored jobs/a/config.xml as %q", cfg)
 			}
-			if r := run(t, "restore", env, "--verify"); r.code != 0 || strings.Contains(r.stderr, `"level":"warn"`) {
+			if r := run(t, "homesnap", env, "verify"); r.code != 0 || strings.Contains(r.stderr, `"level":"warn"`) {
 				t.Fatalf("verify after the upgrade: exit %d\n%s", r.code, tail(r.stderr, 3000))
 			}
 			// 4. The bucket writer puts the format 3 marker back, to have

@@ -93,7 +93,7 @@ func TestEncryptedSnapshotRestore(t *testing.T) {
 	if !strings.Contains(string(head), fp) || !strings.Contains(string(marker), `"encryption":"age"`) {
 		t.Fatalf("head %s / marker %s do not record the recipient %s", head, marker, fp)
 	}
-	if list := ok(t, run(t, "restore", env, "--list")); !strings.Contains(list, id1) || !strings.Contains(list, id2+" (head)") {
+	if list := ok(t, run(t, "homesnap", env, "list")); !strings.Contains(list, id1) || !strings.Contains(list, id2+" (head)") {
 		t.Fatalf("--list without an identity:\n%s", list)
 	}
 

@@ -25,14 +25,14 @@ func TestDeltaManifestsThroughTheBinaries(t *testing.T) {
 		ID        string   `json:"id"`
 		Manifests []string `json:"manifests"`
 	}
-	out := ok(t, run(t, "restore", env, "--list", "--output", "json"))
+	out := ok(t, run(t, "homesnap", env, "list", "--output", "json"))
 	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs) != 2 {
 		t.Fatalf("--list --output json: %v\n%s", err, out)
 	}
 	if len(recs[0].Manifests) != 0 || !slices.Equal(recs[1].Manifests, []string{id1, id2}) {
 		t.Errorf("--list: the incremental must need its own and its parent's manifest:\n%s", out)
 	}
-	if table := ok(t, run(t, "restore", env, "--list")); !strings.Contains(table, "MANIFESTS") {
+	if table := ok(t, run(t, "homesnap", env, "list")); !strings.Contains(table, "MANIFESTS") {
 		t.Errorf("--list table has no MANIFESTS column:\n%s", table)
 	}
 	target := t.TempDir()

@@ -16,7 +16,7 @@ import (
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
-var bin string // directory holding the built snapshot and restore binaries
+var bin string // directory holding homesnap and its links restore, snapshot and prune
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "homesnap-bin-")
@@ -24,14 +24,21 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Chmod(dir, 0o755)
-	// Built as the release builds them (.goreleaser.yaml, scripts/image.sh):
-	// the binaries users run, and compiles the test command already made.
-	build := exec.Command("go", "build", "-trimpath", "-o", dir, "github.com/homesnap/homesnap/cmd/snapshot", "github.com/homesnap/homesnap/cmd/restore", "github.com/homesnap/homesnap/cmd/prune")
+	// Built and installed as the release ships it (.goreleaser.yaml,
+	// scripts/image.sh): one homesnap binary, and restore, snapshot and
+	// prune as links to it.
+	build := exec.Command("go", "build", "-trimpath", "-o", dir, "github.com/homesnap/homesnap/cmd/homesnap")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
 		os.Exit(1)
+	}
+	for _, name := range []string{"restore", "snapshot", "prune"} {
+		if err := os.Symlink("homesnap", filepath.Join(dir, name)); err != nil {
+			fmt.Fprintln(os.Stderr, "link binaries:", err)
+			os.Exit(1)
+		}
 	}
 	bin = dir
 	code := m.Run()
@@ -131,7 +138,7 @@ func TestSnapshotChangeSnapshotRestoreEach(t *testing.T) {
 	if id1 == "" || id2 == "" || id1 == id2 {
 		t.Fatalf("snapshot IDs %q and %q", id1, id2)
 	}
-	list := ok(t, run(t, "restore", nil, "--store", storeDir, "--list"))
+	list := ok(t, run(t, "homesnap", nil, "list", "--store", storeDir))
 	if !strings.Contains(list, id1) || !strings.Contains(list, id2+" (head)") {
 		t.Fatalf("--list:\n%s", list)
 	}

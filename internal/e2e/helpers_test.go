@@ -239,7 +239,7 @@ func parseList(t *testing.T, out string) listing {
 // list runs restore --list --output json against storeURL.
 func list(t *testing.T, storeURL string, env []string) listing {
 	t.Helper()
-	return parseList(t, ok(t, run(t, "restore", env, "--store", storeURL, "--list", "--output", "json")))
+	return parseList(t, ok(t, run(t, "homesnap", env, "list", "--store", storeURL, "--output", "json")))
 }
 
 // afterRestore is what a home that held before must hold once a snapshot

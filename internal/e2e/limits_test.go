@@ -42,7 +42,7 @@ func TestAbsurdSettingsAreRefused(t *testing.T) {
 			}
 		})
 	}
-	if r := run(t, "restore", nil, append(base, "--list")...); r.code != 0 {
+	if r := run(t, "homesnap", nil, append([]string{"list"}, base...)...); r.code != 0 {
 		t.Errorf("a refused setting left the store unusable: %s", r.stderr)
 	}
 }

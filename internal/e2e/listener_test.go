@@ -56,7 +56,7 @@ func snapshots(t *testing.T, storeDir string) (ids []string, trigger map[string]
 		ID      string `json:"id"`
 		Trigger string `json:"trigger"`
 	}
-	out := ok(t, run(t, "restore", nil, "--store", storeDir, "--list", "--output", "json"))
+	out := ok(t, run(t, "homesnap", nil, "list", "--store", storeDir, "--output", "json"))
 	if err := json.Unmarshal([]byte(out), &recs); err != nil {
 		t.Fatalf("--list: %v\n%s", err, out)
 	}

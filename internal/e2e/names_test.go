@@ -59,3 +59,27 @@ func TestHelpListsVersionAndTheNewNames(t *testing.T) {
 		}
 	}
 }
+
+// TestOneBinary: homesnap runs each command by its name, and, through the
+// links the image ships, by the link's name; a mode variable an earlier
+// release read is refused before anything is done.
+func TestOneBinary(t *testing.T) {
+	home, storeDir := buildHome(t, "", 0), t.TempDir()
+	env := []string{"HOMESNAP_STORE=" + storeDir}
+	id := ok(t, run(t, "homesnap", env, "snapshot", "--once", "--home", home))
+	if out := ok(t, run(t, "homesnap", env, "list")); !strings.Contains(out, id) {
+		t.Errorf("homesnap list does not show %s:\n%s", id, out)
+	}
+	target := t.TempDir()
+	r := run(t, "homesnap", append(env, "HOMESNAP_VERIFY=true"), "restore", "--home", target)
+	if r.code != 2 || !strings.Contains(r.stderr, "HOMESNAP_VERIFY is set") || len(wholeTree(t, target)) != 0 {
+		t.Errorf("restore with HOMESNAP_VERIFY=true: exit %d, want 2 with nothing restored:\n%s", r.code, r.stderr)
+	}
+	ok(t, run(t, "restore", env, "--home", target)) // the link
+	if len(wholeTree(t, target)) == 0 {
+		t.Error("restore through its link restored nothing")
+	}
+	if r := run(t, "homesnap", nil, "frobnicate"); r.code != 2 || !strings.Contains(r.stderr, `unknown command "frobnicate"`) {
+		t.Errorf("homesnap frobnicate: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -43,12 +43,12 @@ func TestPointInTimeChecksTheChosenSnapshot(t *testing.T) {
 	// read only when the admin allows it: --at reads only authenticated
 	// records, and its record has no tag (exit 10; it could have been
 	// planted).
-	if r := run(t, "restore", env, "--check-agents", "--at", at, "--age-identity-file", key); r.code != 10 {
+	if r := run(t, "homesnap", env, "check-agents", "--at", at, "--age-identity-file", key); r.code != 10 {
 		t.Fatalf("--check-agents --at of a snapshot from before authentication: exit %d, want 10\n%s", r.code, tail(r.stderr, 2000))
 	}
 	env = append(env, "HOMESNAP_ALLOW_UNAUTHENTICATED=true")
 	// (The test home's keys are broken on purpose: the check exits 1.)
-	r := run(t, "restore", env, "--check-agents", "--at", at, "--age-identity-file", key)
+	r := run(t, "homesnap", env, "check-agents", "--at", at, "--age-identity-file", key)
 	if r.code > 1 || !strings.Contains(r.stdout, "checked:     snapshot "+id1) {
 		t.Fatalf("--check-agents --at: exit %d, want the snapshot at %s (%s) checked:\n%s\n%s", r.code, at, id1, r.stdout, tail(r.stderr, 2000))
 	}

@@ -27,7 +27,7 @@ func TestRetentionThroughTheBinaries(t *testing.T) {
 	}
 	want := selectedTree(t, home)
 	idRE := regexp.MustCompile(`(?m)^\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}`) // the first column
-	list := ok(t, run(t, "restore", nil, "--list", "--store", storeDir))
+	list := ok(t, run(t, "homesnap", nil, "list", "--store", storeDir))
 	if got := idRE.FindAllString(list, -1); strings.Join(got, " ") != ids[2]+" "+ids[3] {
 		t.Fatalf("after --keep-last 2 the store lists %v, want %v %v:\n%s", got, ids[2], ids[3], list)
 	}
@@ -41,7 +41,7 @@ func TestRetentionThroughTheBinaries(t *testing.T) {
 	if !strings.Contains(dry, "would delete snapshots/"+ids[2]+".json ") || !strings.Contains(dry, "keep last 1, on-demand 3: kept 1 of 2") {
 		t.Errorf("prune --dry-run does not explain what it would delete:\n%s", dry)
 	}
-	if got := idRE.FindAllString(ok(t, run(t, "restore", nil, "--list", "--store", storeDir)), -1); len(got) != 2 {
+	if got := idRE.FindAllString(ok(t, run(t, "homesnap", nil, "list", "--store", storeDir)), -1); len(got) != 2 {
 		t.Errorf("--dry-run deleted something: %v", got)
 	}
 	ok(t, run(t, "prune", nil, "--keep-last", "1", "--store", storeDir))

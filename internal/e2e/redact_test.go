@@ -163,11 +163,11 @@ func refusedURLs(c canaries, raw string) map[string]string {
 // returns all they printed. The snapshot is taken of home.
 func runAll(t *testing.T, storeURL, home string, env []string, all bool) string {
 	cmds := [][]string{
-		{"restore", "--list"},
+		{"homesnap", "list"},
 		{"restore", "--home", t.TempDir(), "--timeout", "20s"},
 		{"snapshot", "--once", "--home", home, "--timeout", "20s"},
 		{"prune", "--keep-last", "1", "--timeout", "20s"},
-		{"restore", "--verify-structure", "--timeout", "20s"},
+		{"homesnap", "verify", "--structure", "--timeout", "20s"},
 	}
 	if !all {
 		cmds = cmds[:2]

@@ -28,7 +28,7 @@ func TestRestoresTheReleasedFormat(t *testing.T) {
 	if len(l.ids) != 3 || l.head != l.ids[2] {
 		t.Fatalf("the released store lists %v with head %q, want three snapshots and the newest as head", l.ids, l.head)
 	}
-	if r := run(t, "restore", env, "--verify"); r.code != 0 {
+	if r := run(t, "homesnap", env, "verify"); r.code != 0 {
 		t.Fatalf("restore --verify of the released store: exit %d\n%s", r.code, tail(r.stderr, 2000))
 	}
 

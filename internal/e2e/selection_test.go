@@ -93,12 +93,12 @@ func TestEverySelectionRefusesARolledBackHead(t *testing.T) {
 		}
 	})
 	t.Run("--verify --at", func(t *testing.T) {
-		if r := run(t, "restore", s.env, "--verify-structure", "--at", tomorrow()); r.code != exitRollback {
+		if r := run(t, "homesnap", s.env, "verify", "--structure", "--at", tomorrow()); r.code != exitRollback {
 			t.Fatalf("verify --at of a rolled-back store: exit %d, want %d\n%s", r.code, exitRollback, tail(r.stderr, 2000))
 		}
 	})
 	t.Run("--list", func(t *testing.T) {
-		if r := run(t, "restore", s.env, "--list"); r.code != exitRollback || !strings.Contains(r.stderr, "rolled back") {
+		if r := run(t, "homesnap", s.env, "list"); r.code != exitRollback || !strings.Contains(r.stderr, "rolled back") {
 			t.Fatalf("--list of a rolled-back store: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, exitRollback, r.stdout, tail(r.stderr, 2000))
 		}
 	})
@@ -160,7 +160,7 @@ func TestPointInTimeIsNotSteeredByForgedRecords(t *testing.T) {
 		// A planted record off the history must not stop the listing.
 		planted := repo.NewID(time.Now().Add(time.Hour))
 		s.bk.put(repo.RecordKey(planted), []byte(`{"id":"`+planted+`","parent":"`+s.ids[2]+`","time":"2100-01-01T00:00:00Z","seq":99}`))
-		r := run(t, "restore", s.env, "--list", "--output", "json")
+		r := run(t, "homesnap", s.env, "list", "--output", "json")
 		if r.code != 0 {
 			t.Fatalf("--list: exit %d\n%s", r.code, tail(r.stderr, 2000))
 		}
@@ -179,7 +179,7 @@ func TestPointInTimeIsNotSteeredByForgedRecords(t *testing.T) {
 		if len(got) != 3 || got[s.ids[0]] != want[s.ids[0]] || got[s.ids[1]] != want[s.ids[1]] || got[s.ids[2]] != want[s.ids[2]] {
 			t.Fatalf("--list marked %v unverified, want %v:\n%s", got, want, r.stdout)
 		}
-		table := ok(t, run(t, "restore", s.env, "--list"))
+		table := ok(t, run(t, "homesnap", s.env, "list"))
 		if !regexp.MustCompile(regexp.QuoteMeta(s.ids[1]) + ` \(unverified\)`).MatchString(table) {
 			t.Fatalf("the table does not mark %s unverified:\n%s", s.ids[1], table)
 		}

@@ -191,7 +191,7 @@ func TestShrinkGuardKeepsTheHead(t *testing.T) {
 		t.Fatalf("shrunk home: exit %d, want 1 with a message naming secrets/ and --allow-shrink:\n%s", r.code, r.stderr)
 	}
 	ids := regexp.MustCompile(`\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}`)
-	if list := ok(t, run(t, "restore", nil, "--list", "--store", storeDir)); !strings.Contains(list, first) || len(ids.FindAllString(list, -1)) != 1 {
+	if list := ok(t, run(t, "homesnap", nil, "list", "--store", storeDir)); !strings.Contains(list, first) || len(ids.FindAllString(list, -1)) != 1 {
 		t.Errorf("the refused snapshot shows in the store:\n%s", list)
 	}
 

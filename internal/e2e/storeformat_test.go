@@ -63,7 +63,7 @@ func TestListShowsTheCommittedHistory(t *testing.T) {
 		NewBytes int64    `json:"new_bytes"`
 		Archives []string `json:"archives"`
 	}
-	out := ok(t, run(t, "restore", env, "--list", "--output", "json"))
+	out := ok(t, run(t, "homesnap", env, "list", "--output", "json"))
 	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs) != 2 {
 		t.Fatalf("--output json: %v\n%s", err, out)
 	}
@@ -72,7 +72,7 @@ func TestListShowsTheCommittedHistory(t *testing.T) {
 		recs[1].NewBytes >= recs[1].Bytes || len(recs[1].Archives) != 2 {
 		t.Errorf("records do not describe the snapshots (%d paths selected):\n%s", len(tree), out)
 	}
-	table := ok(t, run(t, "restore", env, "--list"))
+	table := ok(t, run(t, "homesnap", env, "list"))
 	lines := strings.Split(table, "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") || !strings.Contains(lines[2], id2+" (head)") || !strings.Contains(lines[2], id1) || strings.Contains(table, lost) {
 		t.Errorf("--list table:\n%s", table)

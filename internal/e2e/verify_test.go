@@ -57,7 +57,13 @@ func TestVerifyBackups(t *testing.T) {
 	before := wholeTree(t, home)
 	verify := func(dir string, args ...string) result {
 		t.Helper()
-		r := run(t, "restore", env, append([]string{"--store", dir}, args...)...)
+		// args[0] is the mode: "--verify" or "--verify-structure", as
+		// restore's old flags name it.
+		cmd := []string{"verify", "--store", dir}
+		if args[0] == "--verify-structure" {
+			cmd = append(cmd, "--structure")
+		}
+		r := run(t, "homesnap", env, append(cmd, args[1:]...)...)
 		same(t, "the home after a verify", before, wholeTree(t, home))
 		return r
 	}
@@ -148,12 +154,12 @@ func TestVerifyEncryptedStore(t *testing.T) {
 	key, recipients, _ := ageKeys(t)
 	env := []string{"HOMESNAP_LOG_FORMAT=json", "HOMESNAP_AGE_IDENTITY_FILE=" + key}
 	id := ok(t, run(t, "snapshot", env, "--once", "--home", home, "--store", storeDir, "--age-recipients-file", recipients))
-	if r := run(t, "restore", env, "--store", storeDir, "--verify"); r.code != 0 || r.stdout != "ok\t"+id {
+	if r := run(t, "homesnap", env, "verify", "--store", storeDir); r.code != 0 || r.stdout != "ok\t"+id {
 		t.Fatalf("verify: exit %d, %q\n%s", r.code, r.stdout, tail(r.stderr, 2000))
 	}
 	archive := filepath.Join("archives", id+".tar.zst.age")
 	flipByte(t, filepath.Join(storeDir, archive))
-	r := run(t, "restore", env, "--store", storeDir, "--verify")
+	r := run(t, "homesnap", env, "verify", "--store", storeDir)
 	if problems := problemLines(r.stderr); r.code != 6 || len(problems) != 1 || !strings.Contains(problems[0], archive) {
 		t.Fatalf("flipped byte: exit %d, problems %q\n%s", r.code, problems, tail(r.stderr, 2000))
 	}
