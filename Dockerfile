@@ -1,16 +1,19 @@
-# homesnap: one small image with its three programs.
-#   restore   the init container and the disaster-recovery command
-#   snapshot  the sidecar
-#   prune     applies a retention policy (the sidecar can do it too)
+# homesnap: one small image with one program, homesnap, and its commands.
+#   homesnap restore   the init container and the disaster-recovery command
+#   homesnap snapshot  the sidecar
+#   homesnap prune     applies a retention policy (the sidecar can do it too)
+# restore, snapshot and prune are links to homesnap, which runs the command
+# its name says: pod specs written for the three binaries of earlier
+# releases keep working.
 #
-# The binaries are static (CGO_ENABLED=0), so the image is scratch plus CA
+# The binary is static (CGO_ENABLED=0), so the image is scratch plus CA
 # certificates for the cloud stores. It runs as uid/gid 1000, the user of the
 # official Jenkins image, needs no shell and writes nothing outside the
 # Jenkins home volume, so it works under readOnlyRootFilesystem: true.
 #
 #   docker build -t homesnap .
 #   docker buildx build --platform linux/amd64,linux/arm64 -t homesnap .
-#   docker run --rm homesnap restore --version
+#   docker run --rm homesnap homesnap version
 #
 # Without a Docker engine (or without pulling golang), scripts/image.sh
 # builds the same final stage from Dockerfile.release with buildah;
@@ -36,7 +39,8 @@ COPY cmd/ cmd/
 COPY internal/ internal/
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
         -ldflags="-s -w -buildid= -X github.com/homesnap/homesnap/internal/version.Version=${VERSION} -X github.com/homesnap/homesnap/internal/version.Revision=${REVISION}" \
-        -o /out/ ./cmd/restore ./cmd/snapshot ./cmd/prune && \
+        -o /out/bin/homesnap ./cmd/homesnap && \
+    ln -s homesnap /out/bin/restore && ln -s homesnap /out/bin/snapshot && ln -s homesnap /out/bin/prune && \
     mkdir /out/home
 
 FROM scratch
@@ -50,11 +54,11 @@ LABEL org.opencontainers.image.title="homesnap" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
-COPY --from=build /out/restore /out/snapshot /out/prune /usr/local/bin/
+COPY --from=build /out/bin/ /usr/local/bin/
 # An empty home owned by 1000, so a fresh Docker volume mounted there is
 # writable by the image's user (Kubernetes uses fsGroup instead).
 COPY --from=build --chown=1000:1000 /out/home /var/jenkins_home
 ENV PATH=/usr/local/bin \
     JENKINS_HOME=/var/jenkins_home
 USER 1000:1000
-CMD ["restore", "--help"]
+CMD ["homesnap", "--help"]

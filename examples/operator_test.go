@@ -177,8 +177,8 @@ func TestOperatorExample(t *testing.T) {
 		}
 	}
 	binary := jenkinsImageRestore(t, image)
-	if data, _ := os.ReadFile("../Dockerfile"); !regexp.MustCompile(`(?m)^COPY --from=build .*/out/restore .*/usr/local/bin/$`).Match(data) {
-		t.Error("the Dockerfile no longer installs restore in /usr/local/bin/, where operator/Dockerfile copies it from")
+	if data, _ := os.ReadFile("../Dockerfile"); !regexp.MustCompile(`(?m)^COPY --from=build /out/bin/ /usr/local/bin/$`).Match(data) || !regexp.MustCompile(`-o /out/bin/homesnap `).Match(data) {
+		t.Error("the Dockerfile no longer installs homesnap in /usr/local/bin/, where operator/Dockerfile copies it from")
 	}
 	script := ""
 	if len(jenkins.Command) == 3 && jenkins.Command[0] == "bash" && jenkins.Command[1] == "-c" {
@@ -290,8 +290,8 @@ func TestOperatorExample(t *testing.T) {
 }
 
 // jenkinsImageRestore reads operator/Dockerfile: it must build on homesnap's
-// image (the release the Dockerfile builds) and copy restore into the
-// Jenkins image; it returns where.
+// image (the release the Dockerfile builds) and copy homesnap into the
+// Jenkins image under a name that runs the restore; it returns where.
 func jenkinsImageRestore(t *testing.T, image string) string {
 	t.Helper()
 	data, err := os.ReadFile("operator/Dockerfile")
@@ -301,9 +301,11 @@ func jenkinsImageRestore(t *testing.T, image string) string {
 	if m := regexp.MustCompile(`(?m)^ARG HOMESNAP=(\S+)$`).FindSubmatch(data); m == nil || string(m[1]) != image {
 		t.Errorf("operator/Dockerfile does not build on %s (ARG HOMESNAP=...)", image)
 	}
-	m := regexp.MustCompile(`(?m)^COPY --from=homesnap /usr/local/bin/restore (/\S+)$`).FindSubmatch(data)
+	// The file itself, not the restore link: a link copied out of the
+	// image would point at nothing.
+	m := regexp.MustCompile(`(?m)^COPY --from=homesnap /usr/local/bin/homesnap (/\S+/homesnap-restore)$`).FindSubmatch(data)
 	if m == nil {
-		t.Fatal("operator/Dockerfile does not copy /usr/local/bin/restore from homesnap's image")
+		t.Fatal("operator/Dockerfile does not copy /usr/local/bin/homesnap from homesnap's image as homesnap-restore")
 	}
 	return string(m[1])
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the homesnap image with buildah from Dockerfile.release: compiles
-# static binaries here, stages them with the CA certificates in a build
-# context, and runs `buildah bud` (no Docker engine, no base image pulled).
+# the static homesnap binary here, stages it (with restore, snapshot and
+# prune as links to it) and the CA certificates in a build context, and
+# runs `buildah bud` (no Docker engine, no base image pulled).
 #
 #   scripts/image.sh                      # localhost/homesnap:VERSION, this machine's arch
 #   PLATFORMS=linux/amd64,linux/arm64 IMAGE=ghcr.io/homesnap/homesnap:0.1.0 scripts/image.sh
@@ -38,7 +39,10 @@ for p in "${platforms[@]}"; do
   os=${p%%/*} arch=${p#*/}
   printf '== go build %s\n' "$p" >&2
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" \
-    -o "$ctx/bin/${os}_$arch/" ./cmd/restore ./cmd/snapshot ./cmd/prune
+    -o "$ctx/${os}_$arch/bin/homesnap" ./cmd/homesnap
+  for name in restore snapshot prune; do
+    ln -s homesnap "$ctx/${os}_$arch/bin/$name"
+  done
 done
 
 args=(--format oci --layers=false -f "$ROOT/Dockerfile.release"

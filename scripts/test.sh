@@ -56,12 +56,13 @@ goreleaser release --snapshot --clean
 # uninstrumented build (no homesnap file depends on the race build tag).
 go vet -race ./...
 staticcheck ./... # the import layers are a test: internal/layers_test.go
-# restore is the disaster-recovery command on an operator's laptop too:
-# it must build and vet for macOS (homefs's walk replaces openat2 there).
-# The flags are .goreleaser.yaml's, so that vet reuses its compiles.
+# homesnap restore is the disaster-recovery command on an operator's
+# laptop too: it must build and vet for macOS (homefs's walk replaces
+# openat2 there). The flags are .goreleaser.yaml's, so that vet reuses its
+# compiles.
 for arch in amd64 arm64; do
-	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go build -trimpath -o /dev/null ./cmd/restore
-	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go vet -trimpath ./cmd/restore/... ./internal/homefs
+	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go build -trimpath -o /dev/null ./cmd/homesnap
+	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go vet -trimpath ./cmd/homesnap/... ./internal/homefs
 done
 go test -race -count=1 -timeout 30m "$@" ./...
 

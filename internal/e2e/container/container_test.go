@@ -243,8 +243,8 @@ func decision(r result) (action, id string) {
 	return action, id
 }
 
-// TestImageVersion: every program in the image names the release and the
-// commit the image's labels name.
+// TestImageVersion: homesnap, and each link to it, names the release and
+// the commit the image's labels name.
 func TestImageVersion(t *testing.T) {
 	needImage(t)
 	labels := ok(t, "inspect", podman(t, "image", "inspect", "--format",
@@ -253,7 +253,7 @@ func TestImageVersion(t *testing.T) {
 	if version == "" || revision == "" {
 		t.Fatalf("image labels: version %q revision %q", version, revision)
 	}
-	for _, program := range []string{"restore", "snapshot", "prune"} {
+	for _, program := range []string{"homesnap", "restore", "snapshot", "prune"} {
 		got := ok(t, program+" --version", container{}.run(t, program, "--version"))
 		if want := fmt.Sprintf("%s %s (revision %s, go", program, version, revision); !strings.HasPrefix(got, want) {
 			t.Errorf("%s --version printed %q, want it to start with %q", program, got, want)
