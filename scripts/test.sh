@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 
+# phase marks each step with the seconds since the start, so that a slow
+# run says where its time went.
+phase() { printf '\n== test.sh: %s (at %d s)\n' "$1" "$SECONDS"; }
+phase "installing the tools"
 bash scripts/install-test-deps.sh
 export PATH="${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}/bin:$PATH"
 
@@ -37,6 +41,7 @@ setsid bash -c '
 	(trap "bash scripts/k8s.sh down" EXIT; bash scripts/k8s.sh up && bash scripts/k8s.sh up && bash scripts/k8s.sh test)
 	bash scripts/k8s.sh down' >"$k8s_log" 2>&1 </dev/null &
 k8s=$!
+phase "starting the servers (the cluster builds and comes up beside)"
 bash scripts/start-servers.sh >"$env_file"
 # shellcheck disable=SC1090
 source "$env_file"
@@ -44,9 +49,11 @@ export HOMESNAP_TEST_SERVERS=1
 
 # The operator example against the operator's own API (k8s.io/api v0.30):
 # a module of its own, so that this module's newer k8s.io/api stays out.
+phase "the operator example"
 (cd examples/operatorcheck && go vet ./... && staticcheck ./... && go test -count=1 ./...)
 # The release configuration: valid, and a snapshot release builds every
 # archive, checksum and SBOM into dist/ (nothing is published).
+phase "the release configuration"
 goreleaser check
 goreleaser release --snapshot --clean
 
@@ -54,6 +61,7 @@ goreleaser release --snapshot --clean
 # vet with -race: it compiles what it checks against just as go test -race
 # does, so go test reuses those compiles instead of vet making a second,
 # uninstrumented build (no homesnap file depends on the race build tag).
+phase "vet and staticcheck"
 go vet -race ./...
 staticcheck ./... # the import layers are a test: internal/layers_test.go
 # restore is the disaster-recovery command on an operator's laptop too:
@@ -63,7 +71,9 @@ for arch in amd64 arm64; do
 	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go build -trimpath -o /dev/null ./cmd/restore
 	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go vet -trimpath ./cmd/restore/... ./internal/homefs
 done
+phase "the tests"
 go test -race -count=1 -timeout 30m "$@" ./...
+phase "the tests passed; waiting for the cluster's"
 
 status=0
 wait "$k8s" || status=$?
