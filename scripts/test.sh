@@ -7,10 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 
+# phase marks each step with the seconds since the start, so that a slow
+# run says where its time went.
+phase() { printf '\n== test.sh: %s (at %d s)\n' "$1" "$SECONDS"; }
+phase "installing the tools"
 bash scripts/install-test-deps.sh
 export PATH="${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}/bin:$PATH"
 
-env_file=$(mktemp) k8s_log=$(mktemp) k8s=
+env_file=$(mktemp) k8s_log=$(mktemp) release_log=$(mktemp) k8s= release=
 cleanup() {
 	if [ -n "$k8s" ]; then # something else failed first: stop the cluster's tests if they run, and show them
 		if kill -0 "$k8s" 2>/dev/null; then
@@ -19,8 +23,12 @@ cleanup() {
 		fi
 		printf '\nThe Kubernetes lifecycle tests (scripts/k8s.sh, test/k8s), ended early or beside a failure:\n' && cat "$k8s_log"
 	fi
+	if [ -n "$release" ]; then
+		kill -- "-$release" 2>/dev/null || true
+		printf '\nThe release check (goreleaser), ended early or beside a failure:\n' && cat "$release_log"
+	fi
 	bash scripts/stop-servers.sh >/dev/null 2>&1 || true
-	rm -f "$env_file" "$k8s_log"
+	rm -f "$env_file" "$k8s_log" "$release_log"
 }
 trap cleanup EXIT
 
@@ -37,6 +45,24 @@ setsid bash -c '
 	(trap "bash scripts/k8s.sh down" EXIT; bash scripts/k8s.sh up && bash scripts/k8s.sh up && bash scripts/k8s.sh test)
 	bash scripts/k8s.sh down' >"$k8s_log" 2>&1 </dev/null &
 k8s=$!
+# The release configuration: valid, and a snapshot release builds every
+# archive, checksum and SBOM into dist/ (nothing is published). Cross
+# compiles are the longest CPU work on a cold build cache and the tests
+# leave the CPU idle while they wait on servers and subprocesses, so it runs
+# beside them; its log is shown when it ends. homesnap restore is the
+# disaster-recovery command on an operator's laptop too: it must build and
+# vet for macOS (homefs's walk replaces openat2 there). The flags are
+# .goreleaser.yaml's, so that vet reuses the release's compiles.
+setsid bash -c '
+	set -e
+	goreleaser check
+	goreleaser release --snapshot --clean
+	for arch in amd64 arm64; do
+		CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go vet -trimpath ./cmd/homesnap/... ./internal/homefs
+	done
+	echo "release check passed after $SECONDS s"' >"$release_log" 2>&1 </dev/null &
+release=$!
+phase "starting the servers (the cluster builds and comes up beside)"
 bash scripts/start-servers.sh >"$env_file"
 # shellcheck disable=SC1090
 source "$env_file"
@@ -44,27 +70,19 @@ export HOMESNAP_TEST_SERVERS=1
 
 # The operator example against the operator's own API (k8s.io/api v0.30):
 # a module of its own, so that this module's newer k8s.io/api stays out.
+phase "the operator example"
 (cd examples/operatorcheck && go vet ./... && staticcheck ./... && go test -count=1 ./...)
-# The release configuration: valid, and a snapshot release builds every
-# archive, checksum and SBOM into dist/ (nothing is published).
-goreleaser check
-goreleaser release --snapshot --clean
-
-# Last, so that go test closes the output (then the cluster's tests').
-# vet with -race: it compiles what it checks against just as go test -race
-# does, so go test reuses those compiles instead of vet making a second,
-# uninstrumented build (no homesnap file depends on the race build tag).
+phase "vet and staticcheck"
 go vet -race ./...
 staticcheck ./... # the import layers are a test: internal/layers_test.go
-# homesnap restore is the disaster-recovery command on an operator's
-# laptop too: it must build and vet for macOS (homefs's walk replaces
-# openat2 there). The flags are .goreleaser.yaml's, so that vet reuses its
-# compiles.
-for arch in amd64 arm64; do
-	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go build -trimpath -o /dev/null ./cmd/homesnap
-	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go vet -trimpath ./cmd/homesnap/... ./internal/homefs
-done
+phase "the tests"
 go test -race -count=1 -timeout 30m "$@" ./...
+phase "the tests passed; waiting for the release check and the cluster's tests"
+status=0
+wait "$release" || status=$?
+release=
+printf '\nThe release check (goreleaser check, a snapshot release, macOS vet):\n' && cat "$release_log"
+[ "$status" = 0 ] || { echo "FAIL: the release check (above)" >&2; exit "$status"; }
 
 status=0
 wait "$k8s" || status=$?
