@@ -84,6 +84,7 @@ type snapshotConfig struct {
 	Importing
 	ConsolidateMax int  `envconfig:"HOMESNAP_CONSOLIDATE_MAX_ARCHIVES" default:"8" flag:"consolidate-max-archives" desc:"after a snapshot, when the head points into more archives than this (or into one mostly dead), copy the small ones' live files into one (0: never)"`
 	Prune          bool `envconfig:"HOMESNAP_PRUNE" default:"true" flag:"prune" desc:"with a --keep-* policy, prune after every committed snapshot (false: leave deleting to the prune command or a bucket lifecycle rule, so this needs no delete permission)"`
+	OutputFormat        // --once only: the sidecar prints each snapshot's ID
 }
 
 const snapshotAbout = `Takes incremental, zstd-compressed snapshots of a Jenkins home into a store.
@@ -158,8 +159,12 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if res.Journal != nil { // how the home was read: journal, walk or verify
 			ev = ev.Str("journal", res.Journal.Mode)
 		}
+		asJSON := cfg.Once && cfg.json()
 		if res.Unchanged {
 			ev.Str("parent", res.Parent).Dur("elapsed", res.Elapsed).Msg("nothing changed since the last snapshot; none taken")
+			if asJSON {
+				return res, writeJSON(stdout, newSnapshotReport(res, ""))
+			}
 			return res, nil
 		}
 		ev.Str("snapshot", res.ID).Str("parent", res.Parent).
@@ -167,8 +172,16 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Int64("new_entries", res.Totals.New).Int64("new_bytes", res.Totals.NewBytes).Int64("deleted", res.Deleted).
 			Int("archives", len(res.Totals.Archives)).Int("manifests", len(res.Manifests)).Int64("manifest_lines", res.Totals.Lines).
 			Int64("stored_bytes", res.Stored).Dur("elapsed", res.Elapsed).Msg("snapshot committed")
-		fmt.Fprintln(stdout, res.ID)
-		afterSnapshot(ctx, &cfg, opts, m, stdout, log)
+		if !asJSON {
+			fmt.Fprintln(stdout, res.ID) // now: maintenance may take a while
+		}
+		consolidated := afterSnapshot(ctx, &cfg, opts, m, log)
+		if asJSON {
+			return res, writeJSON(stdout, newSnapshotReport(res, consolidated))
+		}
+		if consolidated != "" {
+			fmt.Fprintln(stdout, consolidated)
+		}
 		return res, nil
 	}
 	if cfg.Import != "" {

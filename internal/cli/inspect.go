@@ -45,7 +45,7 @@ type verifyConfig struct {
 }
 
 func (verifyConfig) takes() []string {
-	return append([]string{"snapshot", "at", "timeout", "progress", "structure"}, keyFlags...)
+	return append([]string{"snapshot", "at", "timeout", "progress", "structure", "output"}, keyFlags...)
 }
 
 const verifyAbout = `Checks the store: reads every object the chosen snapshots need (--snapshot

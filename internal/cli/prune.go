@@ -71,6 +71,7 @@ type pruneConfig struct {
 	Timeout     time.Duration `envconfig:"HOMESNAP_TIMEOUT" flag:"timeout" desc:"give up on the prune after this long (0: never)"`
 	DryRun      bool          `envconfig:"HOMESNAP_DRY_RUN" flag:"dry-run" desc:"list what would be deleted and why; delete nothing"`
 	LeaseTTL    time.Duration `envconfig:"HOMESNAP_LEASE_TTL" default:"60s" flag:"lease-ttl" desc:"prune holds the store's one-writer lease while it deletes (renewed every third of this); it refuses while another process, such as a running sidecar, holds it"`
+	OutputFormat
 }
 
 func (c *pruneConfig) validate() error {
@@ -81,6 +82,9 @@ func (c *pruneConfig) validate() error {
 		return err
 	}
 	if err := nonNegative("--timeout/HOMESNAP_TIMEOUT", c.Timeout, "0 means no timeout"); err != nil {
+		return err
+	}
+	if err := c.OutputFormat.validate(); err != nil {
 		return err
 	}
 	// Prune needs no key, but one given broken (a Secret shared with the
@@ -130,6 +134,9 @@ func Prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if cfg.json() {
+		return writeJSON(stdout, newPruneReport(p, cfg.DryRun))
 	}
 	if rp != nil {
 		printRepack(stdout, rp, cfg.DryRun)

@@ -82,16 +82,18 @@ func maintenance(r *Retention, prune bool, maxArchives int, opts snapshot.Option
 }
 
 // afterSnapshot runs the maintenance after a committed snapshot (see
-// maint.Maintain): failures are logged there, and the snapshot stands.
-func afterSnapshot(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, m *metrics.Metrics, stdout io.Writer, log zerolog.Logger) {
+// maint.Maintain): failures are logged there, and the snapshot stands. It
+// returns the ID of the snapshot a consolidation committed, if any.
+func afterSnapshot(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, m *metrics.Metrics, log zerolog.Logger) (consolidated string) {
 	rep, err := maint.Maintain(ctx, opts.Store, maintenance(&cfg.Retention, cfg.Prune, cfg.ConsolidateMax, opts, log))
 	if c := rep.Consolidated; c != nil && !c.Unchanged {
-		fmt.Fprintln(stdout, c.ID)
+		consolidated = c.ID
 	}
 	if r := rep.Repacked; err == nil && r != nil && len(r.Repacked) > 0 {
 		m.Repacked(r.Stored, len(r.Repacked))
 	}
 	storeContents(ctx, opts.Store, rep.Pruned, err, m, log)
+	return consolidated
 }
 
 // storeContents keeps the store-size gauges right: a prune's listing sets

@@ -32,7 +32,7 @@ type restoreConfig struct {
 	Only       []string      `envconfig:"HOMESNAP_ONLY" flag:"only" oldflag:"include" oldenv:"HOMESNAP_RESTORE_INCLUDE" desc:"restore only paths matching this glob (one job, a folder); others are neither written nor removed"`
 	Skip       []string      `envconfig:"HOMESNAP_SKIP" flag:"skip" oldflag:"exclude" oldenv:"HOMESNAP_RESTORE_EXCLUDE" desc:"leave paths matching this glob alone"`
 	List       bool          `ignored:"true" flag:"list" desc:"deprecated: run homesnap list (this flag stops working in the next release; HOMESNAP_LIST is refused)"`
-	Output     string        `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of list and check-agents: text (a table for list) or json"`
+	OutputFormat
 	RestoreSelection
 	AgentConfig
 	VerifyConfig
@@ -48,10 +48,8 @@ func (c *restoreConfig) validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
-	switch c.Output {
-	case "text", "table", "json":
-	default:
-		return usageError{fmt.Errorf("--output/HOMESNAP_OUTPUT %q: want text (or table) or json", c.Output)}
+	if err := c.OutputFormat.validate(); err != nil {
+		return err
 	}
 	if err := nonNegative("--timeout/HOMESNAP_TIMEOUT", c.Timeout, "0 means none"); err != nil {
 		return err

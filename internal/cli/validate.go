@@ -31,6 +31,9 @@ func (c *snapshotConfig) validate() error {
 	if err := nonNegative("--timeout/HOMESNAP_TIMEOUT", c.Timeout, "0 means no timeout"); err != nil {
 		return err
 	}
+	if err := c.OutputFormat.validate(); err != nil {
+		return err
+	}
 	if c.ConsolidateMax < 0 {
 		return usageError{fmt.Errorf("--consolidate-max-archives/HOMESNAP_CONSOLIDATE_MAX_ARCHIVES %d: want 0 (never) or more", c.ConsolidateMax)}
 	}

@@ -58,6 +58,7 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 		log.Error().Err(err).Str("store", raw.String()).Msg("verify refused")
 		return reported{err}
 	}
+	found := &problems{}
 	opts := check.Options{
 		Store: st, Structure: cfg.VerifyStructure && !cfg.Verify, Jobs: cfg.Jobs,
 		// Each snapshot is read as the restore would read it: through age
@@ -70,6 +71,7 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 			return setup.Store, nil
 		},
 		OnProblem: func(p check.Problem) {
+			found.add(p)
 			log.Error().Err(p.Err).Str("snapshot", p.Snapshot).Str("object", p.Object).Msg("damaged object")
 		},
 	}
@@ -93,16 +95,19 @@ func verify(ctx context.Context, cfg *restoreConfig, st store.Store, stdout, std
 		log.Error().Err(err).Str("store", st.String()).Msg("verify failed")
 		return reported{err}
 	}
-	damaged := map[string]bool{}
-	for _, id := range res.Damaged {
-		damaged[id] = true
-	}
-	for _, id := range res.Snapshots {
-		verdict := "ok"
-		if damaged[id] {
-			verdict = "damaged"
+	report := newVerifyReport(mode, res, found)
+	if cfg.json() {
+		if err := writeJSON(stdout, report); err != nil {
+			return err
 		}
-		fmt.Fprintf(stdout, "%s\t%s\n", verdict, id)
+	} else {
+		for _, v := range report.Snapshots {
+			verdict := "ok"
+			if !v.OK {
+				verdict = "damaged"
+			}
+			fmt.Fprintf(stdout, "%s\t%s\n", verdict, v.ID)
+		}
 	}
 	ev := log.Info()
 	msg := "verify complete: every object the snapshots need is present and intact"
