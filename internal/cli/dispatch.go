@@ -49,6 +49,8 @@ func init() {
 			func() any { return &verifyConfig{} }, std(ExitNoSnapshot, ExitPlaintext)},
 		{"check-agents", "report whether agents will reconnect: the home or a snapshot", CheckAgents,
 			func() any { return &checkAgentsConfig{} }, std(ExitNoSnapshot, ExitPlaintext)},
+		{"ls", "list a snapshot's files, without restoring it", Ls,
+			func() any { return &lsConfig{} }, std(ExitNoSnapshot, ExitPlaintext)},
 		{"version", "print the version and build", versionCommand, nil, []int{ExitOK, ExitUsage}},
 		{"help", "show the commands, or a command's flags (help COMMAND)", helpCommand, nil, []int{ExitOK, ExitUsage}},
 		{"completion", "print a shell completion script: bash, zsh or fish", completionCommand, nil, []int{ExitOK, ExitUsage}},

@@ -260,3 +260,44 @@ func scriptOffers(script, command, word string) bool {
 	}
 	return false
 }
+
+// ls lists a snapshot's files from its manifest: every path of the home
+// the snapshot selected, with its size, and nothing is restored.
+func TestLs(t *testing.T) {
+	store, home, id := storeWithSnapshot(t)
+	r := homesnapRun("homesnap", "ls", "--store", store)
+	if r.code != 0 {
+		t.Fatalf("ls: exit %d\n%s", r.code, r.stderr)
+	}
+	listed := map[string]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(r.stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			t.Fatalf("ls line %q: want type+mode, owner, size, time, path", line)
+		}
+		listed[f[4]] = f[0][:1] + " " + f[2]
+	}
+	for p, a := range snaptest.Selected(t, home) {
+		want := a.Type + " " + strconv.FormatInt(a.Size, 10)
+		if a.Type != "f" {
+			want = a.Type + " 0"
+		}
+		if p != "." && listed[p] != want {
+			t.Errorf("ls shows %s as %q, want %q", p, listed[p], want)
+		}
+	}
+	if len(listed) < 5 {
+		t.Errorf("ls listed %d paths", len(listed))
+	}
+	// The snapshot named as an argument, or as --snapshot; one that does
+	// not exist is exit 4.
+	if r2 := homesnapRun("homesnap", "ls", id, "--store", store); r2.code != 0 || r2.stdout != r.stdout {
+		t.Errorf("ls %s: exit %d, a listing other than the head's", id, r2.code)
+	}
+	if r := homesnapRun("homesnap", "ls", "20000101T000000.000Z-000000", "--store", store); r.code != ExitNoSnapshot {
+		t.Errorf("ls of a snapshot that does not exist: exit %d, want %d\n%s", r.code, ExitNoSnapshot, r.stderr)
+	}
+	if r := homesnapRun("homesnap", "ls", id, "--snapshot", id, "--store", store); r.code != ExitUsage {
+		t.Errorf("ls ID --snapshot ID: exit %d, want %d", r.code, ExitUsage)
+	}
+}

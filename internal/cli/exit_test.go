@@ -52,6 +52,9 @@ func TestExitCodes(t *testing.T) {
 // when no error line was logged (a wrong mark, or a log level that hides
 // errors), and printed only once when one was.
 func TestReportSaysWhy(t *testing.T) {
+	// The count is the process's: commands other tests ran here logged
+	// error lines.
+	loggedErrors.Store(0)
 	before := loggedErrors.Load()
 	var out bytes.Buffer
 	err := reported{usageError{errors.New("age identities key.txt: malformed")}}

@@ -1,8 +1,18 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"strings"
+	"time"
+
+	"github.com/homesnap/homesnap/internal/fetch"
+	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/store"
 )
 
 // The commands that inspect a store or a home and change nothing: list,
@@ -86,4 +96,72 @@ func CheckAgents(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg.CheckAgents = true
 	return restoreOrInspect(ctx, &cfg.RestoreSettings, log, stdout, stderr)
+}
+
+type lsConfig struct{ RestoreSettings }
+
+func (lsConfig) takes() []string { return append([]string{"snapshot", "at", "timeout"}, keyFlags...) }
+
+const lsAbout = `Lists the files of a snapshot from its manifest, without restoring it:
+homesnap ls [SNAPSHOT] (an ID or head; or --snapshot, or --at TIME; by
+default the head). One line per path: type and mode, owner (UID:GID),
+size, modification time (UTC) and path, a link's target after "->".
+Nothing is changed.`
+
+// Ls is the ls command.
+func Ls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	var cfg lsConfig
+	log, err := configure("ls", lsAbout, &cfg, &cfg.Common, args, stderr)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		if cfg.Snapshot != "" || cfg.At != "" {
+			return usageError{errors.New("ls SNAPSHOT names the snapshot: give --snapshot or --at instead, not both")}
+		}
+		cfg.Snapshot = id
+	}
+	cfg.ls = true
+	return restoreOrInspect(ctx, &cfg.RestoreSettings, log, stdout, stderr)
+}
+
+// listFiles prints the entries of snapshot id's manifest as it streams
+// them: a home of millions of files is never held in memory.
+func listFiles(ctx context.Context, st store.Store, id string, stdout io.Writer) error {
+	if id == "" { // the head
+		head, _, err := repo.LoadHead(ctx, st)
+		if err != nil {
+			return err
+		}
+		if head == nil {
+			return fmt.Errorf("%w in %s yet", repo.ErrNoSnapshot, st)
+		}
+		id = head.Snapshot
+	}
+	everything, err := selector.New(selector.Spec{Preset: "all"})
+	if err != nil {
+		return err
+	}
+	pr, err := fetch.OpenPlan(ctx, st, id, everything, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	w := bufio.NewWriter(stdout)
+	for e, err := range pr.All(ctx) {
+		if err != nil {
+			return err
+		}
+		link := ""
+		if e.Link != "" {
+			link = " -> " + e.Link
+		}
+		fmt.Fprintf(w, "%s%s %d:%d %d %s %s%s\n", e.Type, e.Mode.Perm(), e.UID, e.GID, e.Size,
+			time.Unix(0, e.MTime).UTC().Format(time.RFC3339), e.Path, link)
+	}
+	return w.Flush()
 }

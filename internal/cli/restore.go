@@ -39,6 +39,7 @@ type restoreConfig struct {
 	ProgressConfig
 	AgeIdentity
 
+	ls    bool // the ls command
 	at    time.Time
 	owner *restore.Owner
 	sel   *selector.Selector
@@ -171,12 +172,22 @@ func restoreOrInspect(ctx context.Context, cfg *restoreConfig, log zerolog.Logge
 	}
 	dec, snapshot, err := restoreStack(ctx, &cfg.AgeIdentity, st, snapshot, cfg.at, log)
 	if err != nil {
+		if cfg.ls || cfg.CheckAgents {
+			return fail("cannot read the snapshot", err)
+		}
 		return fail("restore failed; nothing was changed in the home", err)
 	}
 	if cfg.Snapshot != "head" || !cfg.at.IsZero() { // the agent check compares "head" by name
 		cfg.Snapshot = snapshot // "" for an empty store: the decision says what that means
 	}
 	st = dec.Store
+	if cfg.ls {
+		setStep("listing the snapshot's files")
+		if err := listFiles(ctx, st, snapshot, stdout); err != nil {
+			return fail("cannot list the snapshot's files", err)
+		}
+		return nil
+	}
 	if cfg.CheckAgents {
 		return checkAgents(ctx, cfg, st, stdout, log)
 	}
