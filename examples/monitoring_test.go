@@ -17,6 +17,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/metrics"
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
@@ -240,6 +241,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.Observe(now, now, &snapshot.Result{ID: "s"}, nil)
 	m.LeaseHeld(true)
 	m.Repacked(1, 1)
+	m.StoreContents([]store.Object{{Key: repo.ArchiveKey(repo.NewID(now)), Size: 1}})
 
 	ctx := context.Background()
 	fs, err := file.Open(t.TempDir())
