@@ -471,7 +471,8 @@ test_() {
 	[ -s "$STATE/conf/admin.conf" ] || die "no cluster: scripts/k8s.sh up first"
 	local bin=$STATE/test-bin
 	mkdir -p "$bin"
-	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$bin/" ./cmd/restore ./cmd/snapshot ./cmd/genhome)
+	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$bin/" ./cmd/homesnap ./cmd/genhome)
+	ln -sf homesnap "$bin/restore" && ln -sf homesnap "$bin/snapshot" # as the image installs them
 	(cd "$ROOT/test/k8s" && go vet ./... && go test -c -o "$bin/k8s.test" .)
 	cd "$ROOT/test/k8s"
 	PATH=$TOOLS/bin:$PATH HOMESNAP_K8S_STATE=$STATE HOMESNAP_K8S_BIN=$bin HOMESNAP_K8S_IMAGE=$IMAGE HOMESNAP_K8S_STANDIN=$STANDIN HOMESNAP_K8S_RELOADER=$RELOADER \

@@ -126,7 +126,7 @@ func (e *env) run(t *testing.T, name string, args ...string) (stdout string) {
 	return out.String()
 }
 
-// record is a snapshot in `restore --list --output json`.
+// record is a snapshot in `homesnap list --output json`.
 type record struct {
 	ID      string    `json:"id"`
 	Parent  string    `json:"parent"`
@@ -138,10 +138,10 @@ type record struct {
 // history lists the snapshots the store's head reaches, oldest first.
 func (e *env) history(t *testing.T, store string) []record {
 	t.Helper()
-	out := e.run(t, "restore", "--list", "--output", "json", "--store", store)
+	out := e.run(t, "homesnap", "list", "--output", "json", "--store", store)
 	var list []record
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatalf("restore --list --output json: %v\n%s", err, out)
+		t.Fatalf("homesnap list --output json: %v\n%s", err, out)
 	}
 	return list
 }

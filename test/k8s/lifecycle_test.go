@@ -440,16 +440,16 @@ func linear(t *testing.T, h []record) {
 	}
 }
 
-// checkAgents runs `restore --check-agents` on the pod's home against the
+// checkAgents runs `homesnap check-agents` on the pod's home against the
 // store's head, as an operator does after a move.
 func checkAgents(t *testing.T, e *env, home, store string) {
 	t.Helper()
-	out := e.run(t, "restore", "--check-agents", "--home", home, "--store", store, "--compare", "head", "--output", "json")
+	out := e.run(t, "homesnap", "check-agents", "--home", home, "--store", store, "--compare", "head", "--output", "json")
 	var rep struct {
 		Continuity bool `json:"continuity"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Continuity {
-		t.Fatalf("restore --check-agents: continuity %v (%v)\n%s", rep.Continuity, err, out)
+		t.Fatalf("homesnap check-agents: continuity %v (%v)\n%s", rep.Continuity, err, out)
 	}
 }
 
