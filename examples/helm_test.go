@@ -1,7 +1,6 @@
 package examples
 
 import (
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // TestHelmChartRendersTheValues renders helm/values.yaml with the real
@@ -19,13 +20,7 @@ import (
 // resources, and nothing the chart renders clashing with what
 // homesnap-config.yaml applies beside it.
 func TestHelmChartRendersTheValues(t *testing.T) {
-	helm, err := exec.LookPath("helm")
-	if err != nil {
-		if os.Getenv("HOMESNAP_TEST_SERVERS") == "1" {
-			t.Fatal("helm not found: scripts/install-test-deps.sh installs it")
-		}
-		t.Skip("helm not found (scripts/install-test-deps.sh installs it)")
-	}
+	helm := testenv.Tool(t, "helm")
 	out, err := exec.Command(helm, "template", "jenkins", "testdata/helm/jenkins", "-f", "helm/values.yaml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)

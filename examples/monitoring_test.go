@@ -21,6 +21,7 @@ import (
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // TestPrometheusRules runs promtool on the PrometheusRule's spec: `check
@@ -28,13 +29,7 @@ import (
 // the series its test group writes, and stays quiet where it must), and
 // checks that every alert has a test in which it fires.
 func TestPrometheusRules(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("HOMESNAP_TEST_SERVERS") == "1" {
-			t.Fatal("promtool not found: scripts/install-test-deps.sh installs it")
-		}
-		t.Skip("promtool not found (scripts/install-test-deps.sh installs it)")
-	}
+	promtool := testenv.Tool(t, "promtool")
 	var cr struct {
 		APIVersion string         `json:"apiVersion"`
 		Kind       string         `json:"kind"`

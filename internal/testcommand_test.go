@@ -68,3 +68,33 @@ func mentions(x constraint.Expr, tag string) bool {
 	}
 	return false
 }
+
+// TestTestCommandRunsEverything: the test command is the full suite.
+// `go test -short` is the fast tier (internal/testenv), which skips every
+// test needing a server, a container runtime, a tool or much time; the
+// test command never passes -short, and sets HOMESNAP_TEST_SERVERS=1
+// before it runs a test, so that a missing server fails rather than skips.
+func TestTestCommandRunsEverything(t *testing.T) {
+	for _, script := range []string{"../scripts/test.sh", "../scripts/k8s.sh", "../.ci/run"} {
+		data, err := os.ReadFile(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers := false
+		for i, line := range strings.Split(string(data), "\n") {
+			code, _, _ := strings.Cut(line, "#")
+			if strings.Contains(code, "-short") || strings.Contains(code, "test.short") {
+				t.Errorf("%s:%d: %q: the test command runs the full suite, never -short", script, i+1, strings.TrimSpace(line))
+			}
+			if strings.Contains(code, "export HOMESNAP_TEST_SERVERS=1") {
+				servers = true
+			}
+			if script == "../scripts/test.sh" && strings.Contains(code, "go test") && !servers {
+				t.Errorf("%s:%d: go test runs before HOMESNAP_TEST_SERVERS=1 is exported", script, i+1)
+			}
+		}
+		if script == "../scripts/test.sh" && !servers {
+			t.Errorf("%s does not export HOMESNAP_TEST_SERVERS=1", script)
+		}
+	}
+}

@@ -20,31 +20,34 @@ import (
 func TestExitCodes(t *testing.T) {
 	wrap := func(err error) error { return reported{fmt.Errorf("restore failed: %w", err)} }
 	for _, c := range []struct {
+		name string
 		err  error
 		want int
 	}{
-		{nil, ExitOK},
-		{errHelp, ExitOK},
-		{usageError{errors.New("bad flag")}, ExitUsage},
-		{wrap(&restore.DivergedError{Reason: "x"}), ExitRefused},
-		{wrap(&restore.RemoveMostError{}), ExitRefused},
-		{wrap(fmt.Errorf("%w in store", repo.ErrNoSnapshot)), ExitNoSnapshot},
-		{wrap(fmt.Errorf("%w archive x", archive.ErrCorrupt)), ExitCorrupt},
-		{wrap(&store.Error{Op: "load", Store: "s3://b/p", Err: errors.New("access denied")}), ExitStore},
-		{wrap(fmt.Errorf("%w: marker", repo.ErrWrongStore)), ExitStore},
-		{wrap(fmt.Errorf("gave up: %w", context.DeadlineExceeded)), ExitStore},
-		{wrap(errors.New("no space left on device")), ExitFailure},
-		{wrap(&auth.Error{Object: "head.json", Err: auth.ErrUnauthenticated}), ExitUnauthenticated},
-		{wrap(noKeyError{"s3://b/p", "x"}), ExitUnauthenticated},
+		{"success", nil, ExitOK},
+		{"help", errHelp, ExitOK},
+		{"usage", usageError{errors.New("bad flag")}, ExitUsage},
+		{"diverged", wrap(&restore.DivergedError{Reason: "x"}), ExitRefused},
+		{"removes most", wrap(&restore.RemoveMostError{}), ExitRefused},
+		{"no snapshot", wrap(fmt.Errorf("%w in store", repo.ErrNoSnapshot)), ExitNoSnapshot},
+		{"corrupt", wrap(fmt.Errorf("%w archive x", archive.ErrCorrupt)), ExitCorrupt},
+		{"store error", wrap(&store.Error{Op: "load", Store: "s3://b/p", Err: errors.New("access denied")}), ExitStore},
+		{"wrong store", wrap(fmt.Errorf("%w: marker", repo.ErrWrongStore)), ExitStore},
+		{"deadline", wrap(fmt.Errorf("gave up: %w", context.DeadlineExceeded)), ExitStore},
+		{"other failure", wrap(errors.New("no space left on device")), ExitFailure},
+		{"unauthenticated", wrap(&auth.Error{Object: "head.json", Err: auth.ErrUnauthenticated}), ExitUnauthenticated},
+		{"no key", wrap(noKeyError{"s3://b/p", "x"}), ExitUnauthenticated},
 		// A forged manifest read through the archive reader is also corrupt:
 		// the authentication says more.
-		{wrap(fmt.Errorf("%w manifest: %w", archive.ErrCorrupt, &auth.Error{Object: "m", Err: auth.ErrForged})), ExitForged},
-		{wrap(&auth.RollbackError{Head: "a"}), ExitRollback},
-		{wrap(fmt.Errorf("snapshot x %w", crypt.ErrPlaintext)), ExitPlaintext},
+		{"forged manifest", wrap(fmt.Errorf("%w manifest: %w", archive.ErrCorrupt, &auth.Error{Object: "m", Err: auth.ErrForged})), ExitForged},
+		{"rollback", wrap(&auth.RollbackError{Head: "a"}), ExitRollback},
+		{"plaintext", wrap(fmt.Errorf("snapshot x %w", crypt.ErrPlaintext)), ExitPlaintext},
 	} {
-		if got := exitCode(c.err); got != c.want {
-			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if got := exitCode(c.err); got != c.want {
+				t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
+			}
+		})
 	}
 }
 

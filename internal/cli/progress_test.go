@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,7 @@ func (l *lockedBuffer) lines() []map[string]any {
 // last one with the final counts.
 func TestLogProgress(t *testing.T) {
 	var buf lockedBuffer
+	goroutines := runtime.NumGoroutine()
 	p := startLogProgress("restore", zerolog.New(&buf), time.Millisecond)
 	p.Planned(3, 300)
 	p.Done(1, 100)
@@ -63,8 +65,13 @@ func TestLogProgress(t *testing.T) {
 	if _, ok := last["bytes_per_second"]; !ok {
 		t.Errorf("last line has no rate: %v", last)
 	}
+	// Once its goroutine is gone, nothing can log a progress line more.
 	n := len(buf.lines())
-	time.Sleep(5 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > goroutines; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after stop, %d before the progress started", runtime.NumGoroutine(), goroutines)
+		}
+	}
 	if len(buf.lines()) != n {
 		t.Error("progress lines after stop")
 	}

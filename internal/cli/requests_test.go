@@ -20,6 +20,7 @@ import (
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // request is one call a command made to its store.
@@ -144,6 +145,7 @@ func recorderOf(t *testing.T, dir string) *recorder {
 // then every layer of the chain the record names. Each round trip before
 // the first archive byte is time the fetch cannot overlap with anything.
 func TestRestoreAsksForEachObjectOnce(t *testing.T) {
+	testenv.Long(t, "runs restores through a store with 100 ms of latency")
 	ctx := context.Background()
 	keys := t.TempDir()
 	authKey := filepath.Join(keys, "auth.key")

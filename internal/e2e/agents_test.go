@@ -11,6 +11,7 @@ import (
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/jenkins/jenkinstest"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -113,6 +114,7 @@ func TestAgentsKeepTheirSecretsThroughSnapshotAndRestore(t *testing.T) {
 // is refused by default, and a restore of it fails before anything moves
 // when continuity is required.
 func TestBrokenContinuityIsRefused(t *testing.T) {
+	testenv.Long(t, "runs the binaries through every break in continuity")
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, home string)

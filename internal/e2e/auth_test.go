@@ -20,6 +20,7 @@ import (
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/storetest"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -180,6 +181,7 @@ func loudly(t *testing.T, env []string, warning string, args ...string) string {
 // through, loudly. Then the same on a plain store authenticated with a
 // key file.
 func TestAuthenticatedStore(t *testing.T) {
+	testenv.Long(t, "runs the binaries through every authentication case")
 	for _, b := range authBackends {
 		for _, encrypted := range []bool{true, false} {
 			name := b.name + "/keyfile"
@@ -447,6 +449,7 @@ func TestUpgradeToAuthenticated(t *testing.T) {
 // layer of the history through the authentication, then finds nothing
 // untagged, and every such object in the bucket carries its tags.
 func TestAuthenticatedMaintenance(t *testing.T) {
+	testenv.Long(t, "maintains an authenticated store through the binaries")
 	storeDir := t.TempDir()
 	keyFile := filepath.Join(t.TempDir(), "auth.key")
 	os.WriteFile(keyFile, bytes.Repeat([]byte{0x5a}, 32), 0o600) // raw bytes

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -21,6 +22,7 @@ const unauthenticated = "THE STORE IS NOT AUTHENTICATED"
 // the key file, nothing warns and the sidecar exports 1. Fails on the
 // main before issue 31 item 6: no command warned and no metric existed.
 func TestUnauthenticatedStoreWarnsAtEveryStart(t *testing.T) {
+	testenv.Long(t, "starts every command on an unauthenticated store")
 	keyFile := filepath.Join(t.TempDir(), "auth.key")
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("5a", 32)+"\n"), 0o600); err != nil { // openssl rand -hex 32
 		t.Fatal(err)
@@ -96,6 +98,7 @@ func TestUnauthenticatedStoreWarnsAtEveryStart(t *testing.T) {
 // the main before issue 31 item 6: the snapshot trusted the untagged
 // head's commit count, read its untagged manifest and stopped (exit 10).
 func TestAddingAKeyToAStoreWrittenWithout(t *testing.T) {
+	testenv.Long(t, "runs the binaries through a key added late")
 	storeDir, home := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/homesnap/homesnap/internal/repo"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -24,6 +25,7 @@ var tagsOf = regexp.MustCompile(`,"macs":\{[^}]*\}`)
 // succeeded. Now prune, and the sidecar's own prune, stop naming the
 // record, and the override rewrites it without a tag: it stays refused.
 func TestMaintenanceDoesNotLaunderRecords(t *testing.T) {
+	testenv.Long(t, "runs every maintenance command on a forged store")
 	for _, b := range authBackends {
 		t.Run(b.name, func(t *testing.T) {
 			storeURL, env, w := b.setup(t)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // TestRestoreDecidesAlikeAfterAConsolidation: the sidecar consolidates the
@@ -21,6 +23,7 @@ import (
 // fingerprint, so an unchanged home read as changed and --at was refused
 // as diverged.
 func TestRestoreDecidesAlikeAfterAConsolidation(t *testing.T) {
+	testenv.Long(t, "consolidates and restores through the binaries")
 	// One large archive, then small ones: the small ones are merged once
 	// the head points into more than two.
 	home, storeDir := buildHome(t, "jobs/test/builds/1/archive/big.bin", 1<<20), t.TempDir()

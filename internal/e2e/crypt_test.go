@@ -16,6 +16,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/crypt"
 	"github.com/homesnap/homesnap/internal/store/storetest"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -239,6 +240,7 @@ func TestEncryptedOnObjectStore(t *testing.T) {
 // until --age-migrate; --age-reencrypt then moves every snapshot to a new
 // key, after which the old key opens none of them.
 func TestMigrateAndReencrypt(t *testing.T) {
+	testenv.Long(t, "migrates and re-encrypts a store through the binaries")
 	home, storeDir := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // outcome is the decision restore printed on stdout ("restore\tID").
@@ -33,6 +35,7 @@ func logField(stderr, msg, field string) any {
 // table with the built binaries, starting with the story of the issue: a
 // job Jenkins created after the last snapshot survives the next pod start.
 func TestRestoreDecisions(t *testing.T) {
+	testenv.Long(t, "runs the restore binary through every decision")
 	home, storeDir := buildHome(t, "jobs/test/builds/1/archive/big.bin", 4<<20), t.TempDir()
 	env := []string{"HOMESNAP_STORE=" + storeDir, "HOMESNAP_LOG_FORMAT=json"}
 	restore := func(home string, args ...string) result {

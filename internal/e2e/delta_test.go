@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -16,6 +17,7 @@ import (
 // of them is missing the restore exits 6 (corrupt store) naming it and
 // leaves the home alone.
 func TestDeltaManifestsThroughTheBinaries(t *testing.T) {
+	testenv.Long(t, "takes many delta snapshots through the binaries")
 	home, storeDir := buildHome(t, "", 0), t.TempDir()
 	env := []string{"HOMESNAP_HOME=" + home, "HOMESNAP_STORE=" + storeDir}
 	id1 := ok(t, run(t, "snapshot", env, "--once"))

@@ -12,6 +12,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -39,6 +40,7 @@ func causeLines(stderr string) []string {
 // every scheme, an unreadable home, bad flag and variable values. Each
 // must exit non-zero with one line naming the cause, and print no key.
 func TestEveryFailureSaysWhy(t *testing.T) {
+	testenv.Long(t, "runs the binaries through every failure")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a command as uid 1000 over an unreadable home")
 	}

@@ -379,7 +379,7 @@ func TestFaultServerGoneMidUpload(t *testing.T) {
 				res, _ := p.wait(t, deadline+exitSlack)
 				t.Fatalf("the archive upload never showed (exit %d):\n%s", res.code, tail(res.stderr, 3000))
 			}
-			time.Sleep(300 * time.Millisecond) // parts on the wire
+			time.Sleep(300 * time.Millisecond) // parts on the wire: the cut lands mid-upload, on purpose
 			if err := cutProxy(r.proxy); err != nil {
 				t.Fatal(err)
 			}
@@ -424,7 +424,7 @@ func TestFaultServerGoneMidRestore(t *testing.T) {
 		res, _ := p.wait(t, deadline+exitSlack)
 		t.Fatalf("%s never filled (exit %d):\n%s", staged, res.code, tail(res.stderr, 3000))
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // bytes on the wire: the cut lands mid-transfer, on purpose
 	if err := cutProxy(r.proxy); err != nil {
 		t.Fatal(err)
 	}

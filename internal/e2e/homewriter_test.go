@@ -18,6 +18,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
+
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // The tests of this file play the home writer of SECURITY.md: build code
@@ -157,6 +159,7 @@ func noSecretIn(t *testing.T, dir, secret string, stolen [][]byte) {
 // No snapshot may hold their bytes, and no restore may put them into the
 // home.
 func TestSnapshotReadsOnlyWhatTheWalkSaw(t *testing.T) {
+	testenv.Long(t, "races a home writer against many snapshots")
 	home, outside, secret := writerWorld(t)
 	files := map[string]string{}
 	var stolen [][]byte
@@ -340,6 +343,7 @@ func TestOwnTemporaryNamesAreNeverWrittenThrough(t *testing.T) {
 // a fresh home: replaying the journal a failed rollback leaves is the
 // restore-state layer's (finding 1), not tested here.
 func TestCommitIsNotRedirectedBySwappedDirectories(t *testing.T) {
+	testenv.Long(t, "races directory swaps against many restores")
 	first, outside, _ := writerWorld(t)
 	base := filepath.Dir(first)
 	const n = 40

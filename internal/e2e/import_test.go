@@ -15,6 +15,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -168,6 +169,7 @@ func normalized(tr testhome.Tree) testhome.Tree {
 // store restores into an empty home as exactly the tree the backup holds;
 // the sidecar's next snapshot adds the rest of the live home on top.
 func TestImportOperatorBackup(t *testing.T) {
+	testenv.Long(t, "imports an operator backup through the binaries")
 	live := operatorHome(t)
 	backup := operatorBackup(t, live)
 	storeDir := t.TempDir()
@@ -255,6 +257,7 @@ func TestImportWithGNUTar(t *testing.T) {
 // the home, or holds what a Jenkins home cannot, is refused with its path
 // named and leaves the store without a snapshot or a stray object.
 func TestImportRefusesHostileArchives(t *testing.T) {
+	testenv.Long(t, "imports every hostile archive through the binary")
 	file := func(name string) *tar.Header {
 		return &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: 1, ModTime: time.Unix(1e9, 0)}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -20,6 +21,7 @@ import (
 // the Jenkins user changed in between, and each restores to the home; a
 // failed snapshot sends the next one back to a full walk, which says why.
 func TestSidecarJournalSnapshotsReadOnlyWhatChanged(t *testing.T) {
+	testenv.Long(t, "runs a sidecar through many journal snapshots")
 	home, _, _ := writerWorld(t)
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)
@@ -199,6 +201,7 @@ func TestSidecarWalksWhenTheWatchesDoNotFit(t *testing.T) {
 // snapshots walk: each restores to the home, the final one on SIGTERM
 // included, which does not wait for the open.
 func TestSidecarServesWhileTheJournalOpens(t *testing.T) {
+	testenv.Long(t, "runs a sidecar whose journal opens late")
 	home, storeDir := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)

@@ -67,9 +67,12 @@ func TestSIGTERMStopsASlowSnapshot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			env := append([]string{"HOMESNAP_JOBS=64"}, r.env...)
 			p := begin(t, "snapshot", env, append([]string{"--home", home, "--store", r.flaky, "--log-format", "json"}, c.args...)...)
-			time.Sleep(2 * time.Second) // the upload is under way (16 MiB at 256 KiB/s takes a minute)
-			if !p.running() {
-				t.Fatalf("the snapshot ended before SIGTERM: %+v", p.res)
+			// SIGTERM once the archive's upload is under way (16 MiB at
+			// 256 KiB/s takes a minute).
+			if !poll(time.Minute, func() bool { return !p.running() || r.multipartUploads(t) > 0 }) || !p.running() {
+				p.cmd.Process.Kill()
+				res, _ := p.wait(t, time.Since(p.start)+hangLimit)
+				t.Fatalf("the snapshot ended, or its upload never showed, before SIGTERM (exit %d):\n%s", res.code, tail(res.stderr, 3000))
 			}
 			signalled := time.Now()
 			p.cmd.Process.Signal(syscall.SIGTERM)

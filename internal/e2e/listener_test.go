@@ -13,9 +13,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -68,14 +70,11 @@ func snapshots(t *testing.T, storeDir string) (ids []string, trigger map[string]
 	return ids, trigger
 }
 
-func committedCount(s *sidecar) int {
-	return len(committed.FindAllString(s.stderr.String(), -1))
-}
-
 // Without the token POST /snapshot takes nothing; with it, one snapshot,
 // and a second request right after is told to come back later. A sidecar
 // with no token has the endpoint off. The token never reaches the log.
 func TestListenerTriggerNeedsTheToken(t *testing.T) {
+	testenv.Long(t, "runs two sidecars")
 	home, storeDir := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)
@@ -88,15 +87,14 @@ func TestListenerTriggerNeedsTheToken(t *testing.T) {
 			t.Errorf("POST /snapshot with Authorization %q: %d, want 401", auth, code)
 		}
 	}
-	time.Sleep(time.Second) // a snapshot of the small home takes far less
-	if n := committedCount(s); n != 1 {
-		t.Fatalf("%d snapshots committed after unauthenticated requests, want 1 (the first)", n)
-	}
 	if code, _ := s.get(t, "GET", "/healthz"); code != 200 {
 		t.Errorf("/healthz without a token: %d", code)
 	}
+	// Had a refused request asked for a snapshot, this one would be told
+	// to wait (409 while it runs, 429 within --trigger-min-interval, 1m),
+	// and the store below would hold a third snapshot.
 	if code, _ := s.post(t, "Bearer "+triggerToken); code != http.StatusAccepted {
-		t.Fatalf("POST /snapshot with the token: %d", code)
+		t.Fatalf("POST /snapshot with the token after refused requests: %d, want 202", code)
 	}
 	code, retry := s.post(t, "Bearer "+triggerToken)
 	if secs, err := strconv.Atoi(retry); (code != http.StatusConflict && code != http.StatusTooManyRequests) || err != nil || secs <= 0 {
@@ -127,9 +125,14 @@ func TestListenerTriggerNeedsTheToken(t *testing.T) {
 			t.Errorf("POST /snapshot on a sidecar without a token, Authorization %q: %d, want 403", auth, code)
 		}
 	}
-	time.Sleep(time.Second)
-	if n := committedCount(off); n != 1 {
-		t.Errorf("%d snapshots committed by a sidecar without a token, want 1", n)
+	// Stopped, the sidecar has taken all it will: the first snapshot and
+	// the final one, none on demand.
+	off.cmd.Process.Signal(syscall.SIGTERM)
+	if err := off.cmd.Wait(); err != nil {
+		t.Fatalf("sidecar exit: %v\n%s", err, off.stderr.String())
+	}
+	if ids, trigger := snapshots(t, store2); len(ids) != 2 || trigger[ids[0]] != "scheduled" || trigger[ids[1]] != "final" {
+		t.Errorf("a sidecar without a token: store holds %v (%v), want the first scheduled snapshot and the final one", ids, trigger)
 	}
 }
 
@@ -137,6 +140,7 @@ func TestListenerTriggerNeedsTheToken(t *testing.T) {
 // history down to 3 snapshots. Now the scheduled snapshots stay, and the
 // on-demand ones are kept by --keep-on-demand.
 func TestListenerBurstKeepsTheScheduledHistory(t *testing.T) {
+	testenv.Long(t, "takes eight snapshots on demand through a sidecar")
 	home, storeDir := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)
@@ -215,6 +219,7 @@ func rssKiB(t *testing.T, pid int) int {
 // an idle one's place), closes idle ones after the idle timeout, and its
 // probes still answer during the flood.
 func TestListenerIdleConnectionsAreCapped(t *testing.T) {
+	testenv.Long(t, "waits out the sidecar's 30 s idle timeout")
 	home, storeDir := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)

@@ -5,11 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // Messages an operator meets at 3 a.m. say what is wrong with the input,
 // not something else (issue 30, item 6). Each fails on the old main.
 func TestMistakesAreNamedForWhatTheyAre(t *testing.T) {
+	testenv.Long(t, "runs the binaries through every mistake")
 	storeDir := t.TempDir()
 	env := []string{"HOMESNAP_STORE=" + storeDir}
 	home := buildHome(t, "", 0)

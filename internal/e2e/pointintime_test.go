@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -24,6 +25,7 @@ func idTime(t *testing.T, id string) time.Time {
 // chooses, not the head's. The store was migrated to age after its first
 // snapshot: the head is encrypted, the snapshot at t1 is plain.
 func TestPointInTimeChecksTheChosenSnapshot(t *testing.T) {
+	testenv.Long(t, "takes and restores many snapshots through the binaries")
 	home, storeDir := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)

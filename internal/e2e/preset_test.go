@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -14,6 +15,7 @@ import (
 // controller preset) is restored whole only by a restore given the same
 // selection, through the same variable the snapshot reads.
 func TestRestorePreset(t *testing.T) {
+	testenv.Long(t, "restores every preset through the binary")
 	home, storeDir := buildHome(t, "", 0), t.TempDir()
 	writeRandom(t, home, "credentials.xml", 500)
 	writeRandom(t, home, "users/admin/config.xml", 300)

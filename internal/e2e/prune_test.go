@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -14,6 +15,7 @@ import (
 // store at two snapshots, both restorable; `prune --dry-run` explains and
 // deletes nothing; `prune` with a stricter policy drops one more.
 func TestRetentionThroughTheBinaries(t *testing.T) {
+	testenv.Long(t, "takes and prunes many snapshots through the binaries")
 	home, storeDir := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/homesnap/homesnap/internal/store/storetest"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -192,6 +193,7 @@ func runAll(t *testing.T, storeURL, home string, env []string, all bool) string 
 // that denies access and the real test servers, and looks for the values
 // in everything the binaries print.
 func TestNoCredentialInAnyOutput(t *testing.T) {
+	testenv.Long(t, "runs every command with every kind of credential")
 	c := canaries{}
 	dir, home := t.TempDir(), t.TempDir()
 	if err := testhome.Build(home); err != nil {

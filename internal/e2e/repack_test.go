@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -15,6 +16,7 @@ import (
 // changes nothing. An encrypted store is repacked by the snapshot command
 // (it has the identity and recipients) and left alone by prune.
 func TestRepackThroughTheBinaries(t *testing.T) {
+	testenv.Long(t, "snapshots, repacks and restores through the binaries, twice")
 	t.Run("plain", func(t *testing.T) { repackThroughTheBinaries(t, nil) })
 	t.Run("encrypted", func(t *testing.T) {
 		key, _, _ := ageKeys(t)

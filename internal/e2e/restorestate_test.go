@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -265,6 +266,7 @@ func TestRootRestoreDropsPrivilegedModes(t *testing.T) {
 // refuses: the moves changed ctimes, so the home no longer matches its
 // mark. --force restores the head.)
 func TestKilledRestoreIsUndoneBeforeTheNextDecision(t *testing.T) {
+	testenv.Long(t, "kills restore binaries until a kill lands mid-commit")
 	base := rootBase(t, "homesnap-kill-")
 	src, storeDir := filepath.Join(base, "src"), filepath.Join(base, "store")
 	jobs := map[string]string{}

@@ -101,7 +101,13 @@ func TestFinalSnapshotHoldsWritesJenkinsMakesWhileStopping(t *testing.T) {
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)
 	}
-	jenkins := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	polls := make(chan struct{}, 1) // the sidecar asked whether Jenkins is still up
+	jenkins := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case polls <- struct{}{}:
+		default:
+		}
+	}))
 	defer jenkins.Close()
 	s := startSidecar(t, home, storeDir, "--final-wait-url", jenkins.URL, "--final-timeout", "60s")
 	s.waitLog(t, committed, 1)
@@ -111,13 +117,22 @@ func TestFinalSnapshotHoldsWritesJenkinsMakesWhileStopping(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM) // and Jenkins "receives" it too:
+	// it writes, and answers the sidecar, which keeps waiting, three times.
 	last := ""
-	for i := range 20 {
+	for i := range 3 {
 		last = fmt.Sprint(100 + i)
 		if err := os.WriteFile(state, []byte(last), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-polls:
+		case <-time.After(time.Minute):
+			t.Fatalf("the stopping sidecar did not ask whether Jenkins still runs:\n%s", s.stderr.String())
+		}
+	}
+	last = "103" // its last write, then it stops answering
+	if err := os.WriteFile(state, []byte(last), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	jenkins.Close()
 	if err := s.cmd.Wait(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,26 +37,38 @@ func TestSidecarWaitsForJenkinsBeforeItsFirstSnapshot(t *testing.T) {
 	if err := testhome.Build(home); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	s := startSidecar(t, home, storeDir, "--start-wait-url", "http://"+addr+"/login")
+	// Until up, Jenkins takes each poll's connection and drops it without
+	// an answer, as a port whose JVM is not yet serving does; polls counts
+	// them, so the test knows the sidecar has asked (and had no answer).
+	var up atomic.Bool
+	polls := make(chan struct{}, 100)
+	jenkins := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if up.Load() {
+			http.Error(w, "Jenkins is getting ready to work", http.StatusServiceUnavailable)
+			return
+		}
+		polls <- struct{}{}
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close()
+		}
+	}))
+	defer jenkins.Close()
+	s := startSidecar(t, home, storeDir, "--start-wait-url", jenkins.URL+"/login")
 	s.waitLog(t, waitingForJenkins, 1)
-	time.Sleep(1500 * time.Millisecond) // a few polls
+	for range 3 {
+		select {
+		case <-polls:
+		case <-time.After(time.Minute):
+			t.Fatalf("the sidecar stopped polling Jenkins:\n%s", s.stderr.String())
+		}
+	}
 	if code, _ := s.get(t, "GET", "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz answers %d while waiting for Jenkins; the liveness probe would kill the sidecar", code)
 	}
 	if committed.MatchString(s.stderr.String()) {
 		t.Fatal("a snapshot was committed before Jenkins answered")
 	}
-	jenkins := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "Jenkins is getting ready to work", http.StatusServiceUnavailable)
-	}))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("%s was taken meanwhile: %v", addr, err)
-	}
-	jenkins.Listener = ln
-	jenkins.Start()
-	defer jenkins.Close()
+	up.Store(true)
 	s.waitLog(t, committed, 1)
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	if err := s.cmd.Wait(); err != nil {

@@ -28,7 +28,7 @@ type slowStore struct {
 }
 
 func (s *slowStore) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	time.Sleep(time.Millisecond)
+	time.Sleep(time.Millisecond) // the store's latency: time passing on purpose
 	rc, err := s.Store.Get(ctx, key, offset, length)
 	if err != nil {
 		return nil, err
@@ -119,7 +119,12 @@ func TestRequestsAreSentWhileTheWorkersRead(t *testing.T) {
 			t.Fatalf("with %d workers busy, %d requests were open; want %d (the workers' and %d ahead)", jobs, open, want, fetch.OpenAhead)
 		}
 	}
-	time.Sleep(10 * time.Millisecond) // room for a request beyond the bound, if one were sent
+	// Every slot is held by a run whose request is open and which waits
+	// for a worker or in File: no further request can be sent until the
+	// workers are let go.
+	if g.TryGo(func() error { return nil }) {
+		t.Fatalf("with %d requests open, another run could start: more than %d in flight", want, want)
+	}
 	if _, most := st.opened(); most != want {
 		t.Fatalf("%d requests were open at once, want at most %d", most, want)
 	}

@@ -82,27 +82,32 @@ func TestHoldsSelection(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
+	// Each row adds to the home the rows before it left; only the last
+	// adds a selected file, so a row run alone gives the same answer.
 	for _, c := range []struct {
+		name string
 		add  string // a file added to the home, or "" to check it as it is
 		want bool
 	}{
-		{"", false},
-		{"plugins/git.jpi", false},
-		{"jobs/a/builds/1/log", false}, // jobs/ and jobs/a lead to the selection, hold none of it
-		{"jobs/a/config.xml", true},
+		{"empty home", "", false},
+		{"unselected file", "plugins/git.jpi", false},
+		{"beside the selection", "jobs/a/builds/1/log", false}, // jobs/ and jobs/a lead to the selection, hold none of it
+		{"selected file", "jobs/a/config.xml", true},
 	} {
-		if c.add != "" {
-			p := filepath.Join(home, filepath.FromSlash(c.add))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
+		t.Run(c.name, func(t *testing.T) {
+			if c.add != "" {
+				p := filepath.Join(home, filepath.FromSlash(c.add))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := os.WriteFile(p, nil, 0o644); err != nil {
-				t.Fatal(err)
+			if got, err := HoldsSelection(context.Background(), home, sel); err != nil || got != c.want {
+				t.Errorf("after adding %q: %v, %v; want %v", c.add, got, err, c.want)
 			}
-		}
-		if got, err := HoldsSelection(context.Background(), home, sel); err != nil || got != c.want {
-			t.Errorf("after adding %q: %v, %v; want %v", c.add, got, err, c.want)
-		}
+		})
 	}
 	if got, err := HoldsSelection(context.Background(), filepath.Join(home, "none"), sel); got || err != nil {
 		t.Errorf("a missing home: %v, %v; want false", got, err)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 var (
@@ -51,6 +52,7 @@ var selections = map[string]selector.Spec{
 // with an overflow injected (events lost), after which the journal must
 // ask for a full walk.
 func TestJournalRescanEqualsFullWalk(t *testing.T) {
+	testenv.Long(t, "compares journal rescans with full walks over many rounds")
 	seeds := append([]int64{}, regressionSeeds...)
 	if *seedFlag != 0 {
 		seeds = []int64{*seedFlag}

@@ -22,6 +22,7 @@ import (
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 func jenkinsHome(t *testing.T) (string, *selector.Selector) {
@@ -218,6 +219,7 @@ func TestWriteThroughAnUnwatchedHardLinkIsSeen(t *testing.T) {
 // Rescan and Stats race the reader, and once the writer stops, journal +
 // rescan equals a full walk.
 func TestJournalWithAConcurrentWriter(t *testing.T) {
+	testenv.Long(t, "races a writer against the journal")
 	home, sel := jenkinsHome(t)
 	j := open(t, home, sel)
 	base, _ := next(t, j, home, sel, nil)

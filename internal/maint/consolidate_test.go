@@ -19,6 +19,7 @@ import (
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -96,6 +97,7 @@ func TestRangesUnion(t *testing.T) {
 // copies the small ones' files into one, from the store, and the head
 // restores byte-identically.
 func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
+	testenv.Long(t, "consolidates and restores many snapshots")
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	for i := range 7 {
 		if i > 0 { // a new build each time: every archive stays live
@@ -158,6 +160,7 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 // replaced, the frame stays in the head's ranges, but the live estimate
 // (what a rewrite copies) drops with them.
 func TestLiveBytesSeesDeadSmallFiles(t *testing.T) {
+	testenv.Long(t, "builds a generated history")
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	dir := filepath.Join(home, "jobs", "many", "builds", "1")
 	os.MkdirAll(dir, 0o755)

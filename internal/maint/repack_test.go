@@ -21,6 +21,7 @@ import (
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -172,6 +173,7 @@ func referenced(t *testing.T, st store.Store) map[string]bool {
 // dropped snapshot's manifest) restores byte-identically, the store is
 // smaller, and nothing any kept snapshot points into was deleted.
 func TestRepackKeepsEveryKeptSnapshotExact(t *testing.T) {
+	testenv.Long(t, "repacks and restores many snapshots")
 	ctx := context.Background()
 	st, _, trees := history(t, 9, 4)
 	before := storedBytes(t, st)
@@ -227,6 +229,7 @@ func TestRepackKeepsEveryKeptSnapshotExact(t *testing.T) {
 // TestRepackGraceKeepsReplacedArchives: prune keeps what a repack replaced
 // until the grace period is over, then deletes it.
 func TestRepackGraceKeepsReplacedArchives(t *testing.T) {
+	testenv.Long(t, "repacks a generated history")
 	ctx := context.Background()
 	st, _, _ := history(t, 5, 3)
 	res, err := Repack(ctx, RepackOptions{Store: st, Policy: RepackPolicy{MaxUnused: 0, MaxArchives: 1}, Log: zerolog.Nop()})
@@ -253,6 +256,7 @@ func TestRepackGraceKeepsReplacedArchives(t *testing.T) {
 // TestRepackDryRunChangesNothing: a dry run says what it would repack and
 // writes nothing.
 func TestRepackDryRunChangesNothing(t *testing.T) {
+	testenv.Long(t, "repacks a generated history")
 	st, _, _ := history(t, 5, 3)
 	before := snaptest.Keys(t, st)
 	res, err := Repack(context.Background(), RepackOptions{Store: st, Policy: RepackPolicy{MaxUnused: 0}, DryRun: true, Log: zerolog.Nop()})
@@ -308,6 +312,7 @@ func (s *failingStore) Delete(ctx context.Context, keys ...string) error {
 // into; and the next repack finishes the job, after which they still
 // restore exactly.
 func TestRepackKilledAtEachStep(t *testing.T) {
+	testenv.Long(t, "kills a repack at each of its writes")
 	ctx := context.Background()
 	_, fixture, trees := historyOf(t, snaptest.GenHome(t, 1), 6, 3)
 	policy := RepackPolicy{MaxUnused: 0.01, MaxArchives: 2}

@@ -13,29 +13,34 @@ import (
 
 func TestParseKey(t *testing.T) {
 	const id = "20260101T000000.000Z-c0ffee"
-	for key, want := range map[string]Handle{
-		"snapshots/" + id + ".json":         {KindRecord, id},
-		"snapshots/" + id + ".json.zst":     {KindManifest, id},
-		"snapshots/" + id + ".json.zst.age": {KindManifest, id},
-		"archives/" + id + ".tar.zst":       {KindArchive, id},
-		"archives/" + id + ".tar.zst.age":   {KindArchive, id},
-		"snapshots/" + id + ".json.age":     {}, // records are never encrypted
-		"snapshots/" + id + ".mac.json":     {KindTag, id},
-		"snapshots/" + id + ".mac.json.age": {}, // nor are tags
-		"archives/" + id:                    {},
-		"archives/" + id + ".tar":           {},
-		"archives/x.tar.zst":                {},
-		"snapshots/" + id + ".tar.zst":      {},
-		"head.json":                         {},
-		"repacks/" + id + ".json":           {},
+	for _, c := range []struct {
+		name, key string
+		want      Handle
+	}{
+		{"record", "snapshots/" + id + ".json", Handle{KindRecord, id}},
+		{"manifest", "snapshots/" + id + ".json.zst", Handle{KindManifest, id}},
+		{"encrypted manifest", "snapshots/" + id + ".json.zst.age", Handle{KindManifest, id}},
+		{"archive", "archives/" + id + ".tar.zst", Handle{KindArchive, id}},
+		{"encrypted archive", "archives/" + id + ".tar.zst.age", Handle{KindArchive, id}},
+		{"encrypted record", "snapshots/" + id + ".json.age", Handle{}}, // records are never encrypted
+		{"tag", "snapshots/" + id + ".mac.json", Handle{KindTag, id}},
+		{"encrypted tag", "snapshots/" + id + ".mac.json.age", Handle{}}, // nor are tags
+		{"archive without suffix", "archives/" + id, Handle{}},
+		{"archive without zst", "archives/" + id + ".tar", Handle{}},
+		{"archive without ID", "archives/x.tar.zst", Handle{}},
+		{"archive under snapshots", "snapshots/" + id + ".tar.zst", Handle{}},
+		{"head", "head.json", Handle{}},
+		{"repack", "repacks/" + id + ".json", Handle{}},
 	} {
-		got, ok := ParseKey(key)
-		if ok != (want.Kind != 0) || ok && got != want {
-			t.Errorf("ParseKey(%q) = %+v, %v; want %+v", key, got, ok, want)
-		}
-		if ok && got.Key() != key && EncryptedKey(got.Key()) != key {
-			t.Errorf("%q parses to %+v, whose key is %q", key, got, got.Key())
-		}
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := ParseKey(c.key)
+			if ok != (c.want.Kind != 0) || ok && got != c.want {
+				t.Errorf("ParseKey(%q) = %+v, %v; want %+v", c.key, got, ok, c.want)
+			}
+			if ok && got.Key() != c.key && EncryptedKey(got.Key()) != c.key {
+				t.Errorf("%q parses to %+v, whose key is %q", c.key, got, got.Key())
+			}
+		})
 	}
 }
 
@@ -70,25 +75,30 @@ func TestOwner(t *testing.T) {
 		id      string
 		archive bool
 	}
-	for key, want := range map[string]*owner{
-		"archives/" + id + ".tar.zst":       {id, true},
-		"archives/" + id + ".tar.zst.age":   {id, true},
-		"archives/" + id:                    {id, true},
-		"archives/" + id + ".partial":       {id, true},
-		"snapshots/" + id + ".json":         {id, false},
-		"snapshots/" + id + ".json.zst.age": {id, false},
-		"snapshots/" + id + ".mac.json":     {id, false},
-		"snapshots/" + id + "x.json":        nil,
-		"snapshots/" + id[:len(id)-1]:       nil,
-		"snapshots/x/" + id + ".json":       nil,
-		"repacks/" + id + ".json":           nil,
-		id + ".json":                        nil,
-		"head.json":                         nil,
+	for _, c := range []struct {
+		name, key string
+		want      *owner // nil: owned by no snapshot
+	}{
+		{"archive", "archives/" + id + ".tar.zst", &owner{id, true}},
+		{"encrypted archive", "archives/" + id + ".tar.zst.age", &owner{id, true}},
+		{"stray archive", "archives/" + id, &owner{id, true}},
+		{"partial archive", "archives/" + id + ".partial", &owner{id, true}},
+		{"record", "snapshots/" + id + ".json", &owner{id, false}},
+		{"encrypted manifest", "snapshots/" + id + ".json.zst.age", &owner{id, false}},
+		{"tag", "snapshots/" + id + ".mac.json", &owner{id, false}},
+		{"longer ID", "snapshots/" + id + "x.json", nil},
+		{"shorter ID", "snapshots/" + id[:len(id)-1], nil},
+		{"nested", "snapshots/x/" + id + ".json", nil},
+		{"repack", "repacks/" + id + ".json", nil},
+		{"top level", id + ".json", nil},
+		{"head", "head.json", nil},
 	} {
-		gotID, archive, ok := Owner(key)
-		if ok != (want != nil) || ok && (gotID != want.id || archive != want.archive) {
-			t.Errorf("Owner(%q) = %q, %v, %v; want %+v", key, gotID, archive, ok, want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			gotID, archive, ok := Owner(c.key)
+			if ok != (c.want != nil) || ok && (gotID != c.want.id || archive != c.want.archive) {
+				t.Errorf("Owner(%q) = %q, %v, %v; want %+v", c.key, gotID, archive, ok, c.want)
+			}
+		})
 	}
 }
 
@@ -98,10 +108,17 @@ func TestIDTime(t *testing.T) {
 	if got := IDTime(NewID(at)); !got.Equal(at.Truncate(time.Millisecond)) {
 		t.Errorf("IDTime(NewID(%v)) = %v", at, got)
 	}
-	for _, bad := range []string{"", "2026", "20261202T111400.000Z", "x0261202T111400.000Z-a1b2c3"} {
-		if got := IDTime(bad); !got.IsZero() {
-			t.Errorf("IDTime(%q) = %v, want the zero time", bad, got)
-		}
+	for _, c := range []struct{ name, id string }{
+		{"empty", ""},
+		{"year only", "2026"},
+		{"no suffix", "20261202T111400.000Z"},
+		{"not a digit", "x0261202T111400.000Z-a1b2c3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := IDTime(c.id); !got.IsZero() {
+				t.Errorf("IDTime(%q) = %v, want the zero time", c.id, got)
+			}
+		})
 	}
 }
 
@@ -120,22 +137,25 @@ func TestListByKind(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
+		name  string
 		kinds []Kind
 		want  []Handle
 	}{
-		{[]Kind{KindRecord}, []Handle{{KindRecord, a}, {KindRecord, b}}},
-		{[]Kind{KindManifest}, []Handle{{KindManifest, a}, {KindManifest, b}}},
-		{[]Kind{KindTag}, []Handle{{KindTag, b}}},
-		{[]Kind{KindArchive}, []Handle{{KindArchive, a}}},
-		{[]Kind{KindRecord, KindTag}, []Handle{{KindRecord, a}, {KindRecord, b}, {KindTag, b}}},
-		{[]Kind{KindArchive, KindRecord}, []Handle{{KindRecord, a}, {KindRecord, b}, {KindArchive, a}}},
+		{"records", []Kind{KindRecord}, []Handle{{KindRecord, a}, {KindRecord, b}}},
+		{"manifests", []Kind{KindManifest}, []Handle{{KindManifest, a}, {KindManifest, b}}},
+		{"tags", []Kind{KindTag}, []Handle{{KindTag, b}}},
+		{"archives", []Kind{KindArchive}, []Handle{{KindArchive, a}}},
+		{"records and tags", []Kind{KindRecord, KindTag}, []Handle{{KindRecord, a}, {KindRecord, b}, {KindTag, b}}},
+		{"archives and records", []Kind{KindArchive, KindRecord}, []Handle{{KindRecord, a}, {KindRecord, b}, {KindArchive, a}}},
 	} {
-		var got []Handle
-		if err := List(ctx, st, func(h Handle, _ store.Object) error { got = append(got, h); return nil }, c.kinds...); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("List(kinds %v) = %v, want %v", c.kinds, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			var got []Handle
+			if err := List(ctx, st, func(h Handle, _ store.Object) error { got = append(got, h); return nil }, c.kinds...); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("List(kinds %v) = %v, want %v", c.kinds, got, c.want)
+			}
+		})
 	}
 }

@@ -29,25 +29,27 @@ func put(t *testing.T, s store.Store, key, data string) {
 
 func TestMarkerOfAnotherFormatOrGarbageIsRefused(t *testing.T) {
 	ctx := context.Background()
-	for _, c := range []struct{ marker, want string }{
-		{`{"homesnap":5}`, "format version 5; this homesnap supports versions 1 to 4: upgrade homesnap"},
-		{`{"homesnap":4,"id":"not-hex"}`, `names identity "not-hex"`},
-		{`{"homesnap":"x"}`, "not a homesnap store marker"},
-		{`garbage`, `"garbage"`},
-		{`{}`, "supports format version 4"},
+	for _, c := range []struct{ name, marker, want string }{
+		{"newer format", `{"homesnap":5}`, "format version 5; this homesnap supports versions 1 to 4: upgrade homesnap"},
+		{"bad identity", `{"homesnap":4,"id":"not-hex"}`, `names identity "not-hex"`},
+		{"version not a number", `{"homesnap":"x"}`, "not a homesnap store marker"},
+		{"not JSON", `garbage`, `"garbage"`},
+		{"no version", `{}`, "supports format version 4"},
 	} {
-		s := newStore(t)
-		put(t, s, repo.MarkerKey, c.marker)
-		_, _, err := repo.LoadHead(ctx, s)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("marker %s: %v, want an error saying %q", c.marker, err, c.want)
-		}
-		if err := repo.EnsureMarker(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-		if data, _, _ := s.Load(ctx, repo.MarkerKey); string(data) != c.marker {
-			t.Errorf("the marker was rewritten to %s", data)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			s := newStore(t)
+			put(t, s, repo.MarkerKey, c.marker)
+			_, _, err := repo.LoadHead(ctx, s)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("marker %s: %v, want an error saying %q", c.marker, err, c.want)
+			}
+			if err := repo.EnsureMarker(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if data, _, _ := s.Load(ctx, repo.MarkerKey); string(data) != c.marker {
+				t.Errorf("the marker was rewritten to %s", data)
+			}
+		})
 	}
 	s := newStore(t)
 	if err := repo.EnsureMarker(ctx, s); err != nil {
@@ -96,18 +98,21 @@ func TestHistoryWalksParentsFromTheHead(t *testing.T) {
 		t.Errorf("unreferenced %v, want [%s]", h.Unreferenced, lost)
 	}
 	for _, q := range []struct {
+		name string
 		at   time.Time
 		want string
 	}{
-		{t0.Add(-time.Second), ""},
-		{t0, a},
-		{t0.Add(100 * time.Minute), b}, // the lost one is newer but not in the history
-		{t0.Add(5 * time.Hour), c},
+		{"before the first", t0.Add(-time.Second), ""},
+		{"at the first", t0, a},
+		{"after the lost one", t0.Add(100 * time.Minute), b}, // the lost one is newer but not in the history
+		{"after the head", t0.Add(5 * time.Hour), c},
 	} {
-		r := h.At(q.at)
-		if (r == nil && q.want != "") || (r != nil && r.ID != q.want) {
-			t.Errorf("At(%v) = %v, want %q", q.at, r, q.want)
-		}
+		t.Run(q.name, func(t *testing.T) {
+			r := h.At(q.at)
+			if (r == nil && q.want != "") || (r != nil && r.ID != q.want) {
+				t.Errorf("At(%v) = %v, want %q", q.at, r, q.want)
+			}
+		})
 	}
 }
 

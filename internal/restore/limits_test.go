@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -34,6 +35,7 @@ func driftedHome(t *testing.T, dir string) string {
 // space or inodes) must delete nothing: every path of the home is in the
 // home or in the displaced directory the error names.
 func TestFailedRollbackDeletesNothing(t *testing.T) {
+	testenv.Long(t, "fails restores at many points")
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	snaptest.Snap(t, home, st)
 	target := driftedHome(t, t.TempDir())
@@ -127,6 +129,7 @@ func TestCommitNeedsNoNewInodes(t *testing.T) {
 // A home volume with few free inodes: whatever the point at which they run
 // out, the restore succeeds or leaves the home as it was.
 func TestInodeExhaustionLeavesHomeAsItWas(t *testing.T) {
+	testenv.Long(t, "fills a tmpfs's inodes")
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	snaptest.Snap(t, home, st)
 	outcomes := map[string]int{}
@@ -208,6 +211,7 @@ func TestPathsNearPathMaxRestore(t *testing.T) {
 // next run undoes the moves first, so the home is as the killed restore
 // found it, wherever the kill came.
 func TestKilledRestoreIsUndoneByTheNextRun(t *testing.T) {
+	testenv.Long(t, "kills a restore at several of its moves")
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	snaptest.Snap(t, home, st)
 	for _, at := range []int{1, 4, 12, 40} {

@@ -10,6 +10,7 @@ import (
 	"github.com/homesnap/homesnap/internal/auth"
 	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // TestHeadBehindTheMarkIsRefusedOnlyForItsStore: a mark that saw a later
@@ -18,6 +19,7 @@ import (
 // mark of another store, or one from before marks counted commits, does
 // not; the override restores and the mark takes the head's count.
 func TestHeadBehindTheMarkIsRefusedOnlyForItsStore(t *testing.T) {
+	testenv.Long(t, "restores through many snapshots and stores")
 	src, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	snaptest.Snap(t, src, st)
 	sel := snaptest.Jenkins(t)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store/file"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -24,6 +25,7 @@ func timeAt(ns int64) time.Time { return time.Unix(0, ns) }
 // snapshot and keeps the job created since, and the local edit it
 // replaced, where it says.
 func TestForcedRestoreKeepsWhatItReplacesOrRemoves(t *testing.T) {
+	testenv.Long(t, "restores many variants of a home")
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	snaptest.Snap(t, home, st)
 	want := snaptest.Selected(t, home)

@@ -216,25 +216,36 @@ func TestFinalSnapshotWaitsForJenkinsToStop(t *testing.T) {
 	jenkins := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable) // still an answer
 	}))
-	var stopped atomic.Bool
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		stopped.Store(true)
-		jenkins.Close()
-	}()
-	var sawStopped bool
+	var stopped, sawStopped atomic.Bool
+	clock := newFakeClock()
 	r := New(Options{
-		Interval: time.Hour, Log: zerolog.Nop(),
+		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
 		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
-			sawStopped = stopped.Load()
+			sawStopped.Store(stopped.Load())
 			return &snapshot.Result{}, nil
 		},
-		Final: Final{Timeout: time.Minute, WaitURL: jenkins.URL, Poll: 10 * time.Millisecond},
+		Final: Final{Timeout: time.Minute, WaitURL: jenkins.URL, Poll: time.Second},
 	})
-	if err := r.final(context.Background()); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- r.final(context.Background()) }()
+	// A wait on the clock follows each answer from Jenkins: it answers
+	// four times, then it is gone.
+	for answer := range 4 {
+		select {
+		case <-clock.waiting:
+		case err := <-done:
+			t.Fatalf("the final snapshot was taken (%v) after %d answers, while Jenkins still answered", err, answer)
+		}
+		if answer == 3 {
+			stopped.Store(true)
+			jenkins.Close()
+		}
+		clock.Advance(time.Second)
+	}
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !sawStopped {
+	if !sawStopped.Load() {
 		t.Error("the final snapshot was taken while Jenkins still answered")
 	}
 }

@@ -29,22 +29,29 @@ func TestFirstSnapshotWaitsForJenkins(t *testing.T) {
 	taken := make(chan bool, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	clock := newFakeClock()
 	r := New(Options{
-		Interval: time.Hour, Log: zerolog.Nop(),
+		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
 		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
 			taken <- up.Load()
 			return &snapshot.Result{}, nil
 		},
-		Start: Start{URL: "http://" + addr + "/login", Poll: 10 * time.Millisecond},
+		Start: Start{URL: "http://" + addr + "/login", Poll: time.Second},
 	})
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond)
-	select {
-	case <-taken:
-		t.Fatal("a snapshot was taken before Jenkins answered")
-	default:
+	// Each wait on the clock follows a poll that found no Jenkins; the
+	// runner is parked there, so what it took so far is all it took.
+	for poll := range 3 {
+		<-clock.waiting
+		select {
+		case <-taken:
+			t.Fatalf("a snapshot was taken before Jenkins answered (after %d polls)", poll+1)
+		default:
+		}
+		clock.Advance(time.Second)
 	}
+	<-clock.waiting
 	jenkins := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "Jenkins is getting ready to work", http.StatusServiceUnavailable)
 	}))
@@ -54,6 +61,7 @@ func TestFirstSnapshotWaitsForJenkins(t *testing.T) {
 	up.Store(true)
 	jenkins.Start()
 	defer jenkins.Close()
+	clock.Advance(time.Second)
 	if !expect(t, "first snapshot after Jenkins answered", taken) {
 		t.Error("the first snapshot ran before Jenkins answered")
 	}

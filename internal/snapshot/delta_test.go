@@ -19,6 +19,7 @@ import (
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
 	"github.com/homesnap/homesnap/internal/store/file"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -106,6 +107,7 @@ func appendTo(t *testing.T, path, text string) {
 // writes a delta manifest that is a small fraction of the full one, and the
 // snapshot restores exactly as the same state does from a full manifest.
 func TestIncrementalManifestCostsWhatChanged(t *testing.T) {
+	testenv.Long(t, "measures many incremental snapshots")
 	home := snaptest.GenHome(t, 6)
 	st := countWrites(snaptest.NewStore(t))
 	first := snaptest.Snap(t, home, st)
@@ -150,6 +152,7 @@ func TestIncrementalManifestCostsWhatChanged(t *testing.T) {
 // mtime-only changes go through delta manifests, and every snapshot of the
 // chain restores exactly.
 func TestDeltasCarryEveryKindOfChange(t *testing.T) {
+	testenv.Long(t, "snapshots every kind of change through a chain of deltas")
 	home := snaptest.GenHome(t, 2)
 	st := snaptest.NewStore(t)
 	p := func(rel string) string { return filepath.Join(home, filepath.FromSlash(rel)) }
@@ -215,6 +218,7 @@ func TestDeltasCarryEveryKindOfChange(t *testing.T) {
 // limit: at the limit, the upper half of the chain is merged into the new
 // delta, on an older base, and every snapshot still restores exactly.
 func TestManifestChainAtItsLimitIsCompacted(t *testing.T) {
+	testenv.Long(t, "takes a chain of snapshots to its limit")
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	var chains [][]string
 	trees := map[string]testhome.Tree{}
@@ -275,6 +279,7 @@ func TestHeavyDeltasStartAFullManifest(t *testing.T) {
 // manifest is gone or damaged fails as corrupt, names that object, and
 // leaves the home as it was.
 func TestMissingOrCorruptLayerIsReported(t *testing.T) {
+	testenv.Long(t, "damages every layer of a chain")
 	for name, breakIt := range map[string]func(path string) error{
 		"missing": os.Remove,
 		"corrupt": func(path string) error { return os.WriteFile(path, []byte("\x28\xb5\x2f\xfdgarbage"), 0o644) },

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,9 +45,26 @@ func TestSlowFirstJobNeitherStallsNorReordersTheArchive(t *testing.T) {
 	for i := range 60 {
 		write(fmt.Sprintf("jobs/bulk/builds/%03d/log", i), 100<<10, 200+i)
 	}
+	// The first file's open returns only once a worker streams a big file
+	// of a later job and a loader reads a later job's small files.
+	bigOpen, smallOpen := make(chan struct{}), make(chan struct{})
+	var bigOnce, smallOnce sync.Once
 	*snapshot.AfterOpen = func(p string) {
-		if p == filepath.Join(home, first) {
-			time.Sleep(300 * time.Millisecond) // the later jobs load meanwhile
+		switch rel, _ := filepath.Rel(home, p); {
+		case strings.HasPrefix(rel, "jobs/bulk/b-big/"):
+			bigOnce.Do(func() { close(bigOpen) })
+		case strings.HasPrefix(rel, "jobs/bulk/builds/"):
+			smallOnce.Do(func() { close(smallOpen) })
+		case rel == first:
+			watchdog := time.After(time.Minute)
+			for _, ch := range []chan struct{}{bigOpen, smallOpen} {
+				select {
+				case <-ch:
+				case <-watchdog: // a watchdog, not a speed check
+					t.Error("the later jobs did not load while the first was slow")
+					return
+				}
+			}
 		}
 	}
 	defer func() { *snapshot.AfterOpen = nil }()

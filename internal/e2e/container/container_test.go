@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testenv"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -26,18 +27,15 @@ var build struct {
 	log  []byte
 }
 
-// needImage builds the image once per test binary; without podman, buildah
-// or runc it skips the test, or fails it when HOMESNAP_TEST_SERVERS=1 (the
-// test command), so CI cannot silently lose these tests.
+// needImage builds the image once per test binary. It follows testenv's
+// rule: skipped under -short; without podman, buildah or runc, skipped, or
+// failed when HOMESNAP_TEST_SERVERS=1 (the test command), so CI cannot
+// silently lose these tests.
 func needImage(t *testing.T) {
 	t.Helper()
+	testenv.Needs(t, "a container runtime (podman, buildah, runc)")
 	for _, tool := range []string{"podman", "buildah", "runc"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("HOMESNAP_TEST_SERVERS") == "1" {
-				t.Fatalf("%s not found: install it with scripts/install-test-deps.sh", tool)
-			}
-			t.Skipf("%s not found (scripts/install-test-deps.sh installs it)", tool)
-		}
+		testenv.Tool(t, tool)
 	}
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the tests run podman with runc and chown volumes to uid 1000")

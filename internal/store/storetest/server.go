@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/testenv"
 )
 
 // The test servers' bucket (or container) and S3 keys, as
@@ -22,23 +23,19 @@ var (
 	SecretKey = cmp.Or(os.Getenv("HOMESNAP_TEST_S3_SECRET_KEY"), "testtest")
 )
 
-// ServersEnv is set to 1 by the project's test command after it started the
-// test servers: then a missing server fails the test instead of skipping it.
-const ServersEnv = "HOMESNAP_TEST_SERVERS"
-
 const howToStart = `start the test servers with: eval "$(scripts/start-servers.sh)" (stop them with scripts/stop-servers.sh)`
 
 // Server returns the value of the environment variable env, which says where
 // the test server name listens (a URL, host:port or a connection string
-// holding one), after checking that something answers there. Without a
-// server the test is skipped, so that `go test ./...` passes on a machine
-// without them, unless HOMESNAP_TEST_SERVERS=1 says they should be running:
-// then it fails.
+// holding one), after checking that something answers there. It follows
+// testenv's rule: skipped under -short; without a server, skipped, or
+// failed when HOMESNAP_TEST_SERVERS=1 says the servers should be running.
 func Server(t testing.TB, name, env string) string {
 	t.Helper()
+	testenv.Needs(t, "the "+name+" test server ("+env+")")
 	v := os.Getenv(env)
 	if v == "" {
-		missing(t, "%s: %s is not set; %s", name, env, howToStart)
+		testenv.Missing(t, "%s: %s is not set; %s", name, env, howToStart)
 	}
 	addr := hostPort.FindStringSubmatch(v)
 	if addr == nil {
@@ -46,21 +43,13 @@ func Server(t testing.TB, name, env string) string {
 	}
 	c, err := net.DialTimeout("tcp", addr[1], 3*time.Second)
 	if err != nil {
-		missing(t, "%s is not reachable at %s (%s=%q): %v; %s", name, addr[1], env, v, err, howToStart)
+		testenv.Missing(t, "%s is not reachable at %s (%s=%q): %v; %s", name, addr[1], env, v, err, howToStart)
 	}
 	c.Close()
 	return v
 }
 
 var hostPort = regexp.MustCompile(`(?:^|://|=)([A-Za-z0-9.\-]+:\d+)`)
-
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv(ServersEnv) == "1" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format+" (%s=1 turns this skip into a failure)", append(args, ServersEnv)...)
-}
 
 // Prefix returns a key prefix unique to this test run, so that runs sharing
 // a bucket do not collide.
