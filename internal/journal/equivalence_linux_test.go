@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 var (
@@ -77,7 +78,7 @@ func runEquivalence(t *testing.T, spec selector.Spec, seed int64, steps int, ove
 	home := filepath.Join(t.TempDir(), "home")
 	d := &driver{t: t, r: rand.New(rand.NewSource(seed)), home: home, sel: sel}
 	d.initial()
-	j, err := Open(home, sel)
+	j, err := Open(testhome.Open(t, home), sel)
 	if err != nil {
 		t.Fatal(err)
 	}

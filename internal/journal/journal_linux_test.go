@@ -22,6 +22,7 @@ import (
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 func jenkinsHome(t *testing.T) (string, *selector.Selector) {
@@ -37,7 +38,7 @@ func jenkinsHome(t *testing.T) (string, *selector.Selector) {
 
 func open(t *testing.T, home string, sel *selector.Selector) *Journal {
 	t.Helper()
-	j, err := Open(home, sel)
+	j, err := Open(testhome.Open(t, home), sel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestKernelQueueOverflowNeedsAFullWalk(t *testing.T) {
 func TestWatchLimitEndsTheJournal(t *testing.T) {
 	home, sel := jenkinsHome(t)
 	watchLimitForTest = 3
-	_, err := Open(home, sel)
+	_, err := Open(testhome.Open(t, home), sel)
 	var fw *FullWalkError
 	if !errors.As(err, &fw) || fw.Reason != ReasonWatchLimit || !strings.Contains(err.Error(), "fs.inotify.max_user_watches") {
 		watchLimitForTest = 0
@@ -562,7 +563,7 @@ func TestRescanLeavesPassedEntriesAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []*archive.Entry
-	if err := Rescan(context.Background(), home, sel, Entries(base), ch, nil, func(e *archive.Entry) error {
+	if err := Rescan(context.Background(), testhome.Open(t, home), sel, Entries(base), ch, nil, func(e *archive.Entry) error {
 		c := *e
 		got = append(got, &c)
 		*e = archive.Entry{Path: "clobbered"}

@@ -73,10 +73,10 @@ type takes struct {
 
 	mu       sync.Mutex
 	triggers []string
-	journals []*snapshot.Journal // what each was given
+	journals []*snapshot.ChangeJournal // what each was given
 }
 
-func (tk *takes) take(ctx context.Context, trigger string, j *snapshot.Journal) (*snapshot.Result, error) {
+func (tk *takes) take(ctx context.Context, trigger string, j *snapshot.ChangeJournal) (*snapshot.Result, error) {
 	tk.mu.Lock()
 	tk.triggers = append(tk.triggers, trigger)
 	tk.journals = append(tk.journals, j)
@@ -225,7 +225,7 @@ func TestFinalSnapshotWaitsForJenkinsToStop(t *testing.T) {
 	var sawStopped bool
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			sawStopped = stopped.Load()
 			return &snapshot.Result{}, nil
 		},
@@ -264,7 +264,7 @@ func TestFinalSnapshotWaitsForAQuietHome(t *testing.T) {
 	var at time.Time
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
-		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			at = clock.Now()
 			return &snapshot.Result{}, nil
 		},

@@ -13,6 +13,7 @@ import (
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // reference lists the selected paths the simple way: a full walk, filtered
@@ -35,7 +36,7 @@ func reference(t *testing.T, home string, sel *selector.Selector) []string {
 
 func walk(t *testing.T, home string, sel *selector.Selector) []*archive.Entry {
 	var got []*archive.Entry
-	if err := Walk(context.Background(), home, sel, nil, func(e *archive.Entry) error {
+	if err := Walk(context.Background(), testhome.Open(t, home), sel, nil, func(e *archive.Entry) error {
 		got = append(got, e)
 		return nil
 	}); err != nil {
