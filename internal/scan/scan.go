@@ -177,23 +177,21 @@ func (w *walker) await(t *dirTask) *listing {
 
 // list reads a directory and stats its children. The directory is opened
 // from the home's descriptor with no symlink anywhere on the path, so a
-// directory swapped for a link mid-walk is never followed.
+// directory swapped for a link mid-walk is never followed. The home
+// itself is opened again too: its descriptor is shared (by every walk of
+// a command), and so would be its directory offset.
 func (w *walker) list(t *dirTask) *listing {
 	l := &listing{rel: t.rel}
-	fd := w.root
-	if t.rel != "" {
-		var err error
-		fd, err = homefs.Dir(w.root).OpenRaw(t.rel, unix.O_RDONLY|unix.O_DIRECTORY)
-		switch {
-		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
-			l.vanished = true
-			return l
-		case err != nil:
-			l.err = fmt.Errorf("open directory %s: %w", filepath.Join(w.home, t.rel), err)
-			return l
-		}
-		defer unix.Close(fd)
+	fd, err := homefs.Dir(w.root).OpenRaw(t.rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+		l.vanished = true
+		return l
+	case err != nil:
+		l.err = fmt.Errorf("open directory %s: %w", filepath.Join(w.home, t.rel), err)
+		return l
 	}
+	defer unix.Close(fd)
 	names, err := readNames(fd)
 	if errors.Is(err, unix.ENOENT) {
 		l.vanished = true
