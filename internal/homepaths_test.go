@@ -1,9 +1,11 @@
 package internal_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,7 +19,7 @@ import (
 // listed below with the reason it is not a home path.
 
 // homePackages are the production packages that work on the home.
-var homePackages = []string{"snapshot", "restore", "homemark", "fetch", "jenkins", "cli", "scan", "runner"}
+var homePackages = []string{"snapshot", "restore", "homemark", "fetch", "jenkins", "cli", "scan", "runner", "agents", "journal"}
 
 // pathCalls are the path-based calls that resolve every component of
 // their path, following symlinks on the way.
@@ -34,17 +36,17 @@ var pathCalls = map[string][]string{
 // the home (or is the home directory itself, which the configuration
 // names and which is trusted).
 var notHome = map[string]string{
-	"cli/agents.go readMasterKeyFile os.ReadFile": "--master-key-file: a mounted Secret, not the home",
-	"cli/dispatch.go execute os.Create":           "HOMESNAP_CPUPROFILE: a profile file the operator names",
-	"cli/crypt.go keySource os.Open":              "an age key file: a mounted Secret",
-	"cli/import.go runImport os.Open":             "--import: a tar file the operator names",
-	"restore/write.go processUmask os.ReadFile":   "/proc/self/status",
-	"homemark/mark.go walk os.Stat":               "the home directory itself, as configured",
-	"homemark/check.go Check os.Stat":             "the home directory itself, as configured",
-	"homemark/check.go Check os.MkdirAll":         "the home directory itself, as configured",
-	"cli/sidecar.go readToken os.Open":            "--trigger-token-file: a mounted Secret",
-	"cli/sidecar.go tokenSource os.Stat":          "--trigger-token-file: a mounted Secret",
-	"cli/sidecar.go get os.Stat":                  "--trigger-token-file: a mounted Secret, checked for an update",
+	"agents/masterkey.go ReadMasterKeyFile os.ReadFile": "--master-key-file: a mounted Secret, not the home",
+	"cli/dispatch.go execute os.Create":                 "HOMESNAP_CPUPROFILE: a profile file the operator names",
+	"cli/crypt.go keySource os.Open":                    "an age key file: a mounted Secret",
+	"cli/import.go runImport os.Open":                   "--import: a tar file the operator names",
+	"restore/write.go processUmask os.ReadFile":         "/proc/self/status",
+	"journal/journal_linux.go readSysctl os.ReadFile":   "/proc/sys: the inotify limits, for messages",
+	"homemark/check.go Check os.Stat":                   "the home directory itself, as configured",
+	"homemark/check.go Check os.MkdirAll":               "the home directory itself, as configured",
+	"cli/sidecar.go readToken os.Open":                  "--trigger-token-file: a mounted Secret",
+	"cli/sidecar.go tokenSource os.Stat":                "--trigger-token-file: a mounted Secret",
+	"cli/sidecar.go get os.Stat":                        "--trigger-token-file: a mounted Secret, checked for an update",
 }
 
 func TestHomeIsTouchedOnlyThroughHomefs(t *testing.T) {
@@ -131,4 +133,96 @@ func pathCallsIn(t *testing.T) []pathCall {
 		}
 	}
 	return out
+}
+
+// The home is opened once, by the command (internal/cli), and handed down
+// as a homefs.Home: every package below works beneath that one descriptor,
+// so "beneath the home's descriptor" holds by construction, and none can
+// open a different directory than the command checked (a home path
+// swapped for a symlink meanwhile, or a stale path in a long-lived
+// sidecar). This test fails on a call of homefs.Open or homefs.OpenHome
+// outside internal/cli, unless listed in opensHome with why, and on a
+// function below the CLI that takes the home as a path (a string
+// parameter named home: name a path kept for messages homePath).
+var opensHome = map[string]string{
+	"homefs":              "defines them: OpenHome opens through Open",
+	"testhome":            "a test helper: builds a test's home by path, and opens it as a command would",
+	"snaptest":            "a test helper: snapshots and reads a test's home by path",
+	"jenkins/jenkinstest": "a test helper: writes a test home's keys by path",
+}
+
+func TestHomeIsOpenedOnceByTheCommand(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return err
+		}
+		pkg := filepath.ToSlash(filepath.Dir(name))
+		if pkg == "cli" || opensHome[pkg] != "" {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, v := range homeOpenViolations(fset, f) {
+			t.Error(v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// homeOpenViolations reports f's calls of homefs.Open and OpenHome and
+// its functions taking a string parameter named home.
+func homeOpenViolations(fset *token.FileSet, f *ast.File) []string {
+	homefsName := ""
+	for _, im := range f.Imports {
+		if strings.Trim(im.Path.Value, `"`) == module+"internal/homefs" {
+			homefsName = "homefs"
+			if im.Name != nil {
+				homefsName = im.Name.Name
+			}
+		}
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := n.X.(*ast.Ident); ok && homefsName != "" && id.Name == homefsName && (n.Sel.Name == "Open" || n.Sel.Name == "OpenHome") {
+				out = append(out, fmt.Sprintf("%s: homefs.%s outside internal/cli: take the homefs.Home the command opened (or list the package in opensHome with why)", fset.Position(n.Pos()), n.Sel.Name))
+			}
+		case *ast.FuncType:
+			for _, p := range n.Params.List {
+				if id, ok := p.Type.(*ast.Ident); ok && id.Name == "string" {
+					for _, pn := range p.Names {
+						if pn.Name == "home" {
+							out = append(out, fmt.Sprintf("%s: takes the home as a path: take the *homefs.Home the command opened (a path kept for messages is homePath)", fset.Position(pn.Pos())))
+						}
+					}
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// TestHomeOpenRuleCatchesViolations: the rule sees an Open by another
+// import name, and a home path parameter.
+func TestHomeOpenRuleCatchesViolations(t *testing.T) {
+	src := `package x
+import hf "github.com/homesnap/homesnap/internal/homefs"
+func f(home string) { hf.Open(home) }
+func g(homePath string, h *hf.Home) { hf.OpenHome(homePath) }`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := homeOpenViolations(fset, f); len(got) != 3 {
+		t.Fatalf("found %d violations, want 3:\n%s", len(got), strings.Join(got, "\n"))
+	}
 }

@@ -1,12 +1,15 @@
 // Package internal_test keeps the import layers of homesnap:
 //
 //	cmd                 → cli
-//	cli                 → runner, metrics, maint, snapshot, restore, check, crypt, auth, lease
+//	cli                 → runner, metrics, maint, snapshot, restore, check, agents, crypt, auth, lease
+//	                      (cli opens the home once: a homefs.Home every package below takes)
 //	runner, metrics     → snapshot (its Result)
 //	maint               → snapshot (a consolidation is a snapshot), prune → retention
-//	snapshot, restore, check: the jobs, none importing another
+//	snapshot, restore, check, agents: the jobs, none importing another
+//	                      but agents → check (a snapshot read as a file system)
 //	                    → fetch (plan reader, ranged fetch, checked copy of a file)
 //	                    → homemark (the home's check and mark; snapshot, restore)
+//	snapshot            → journal (the change journal: inotify) → scan
 //	                    → scan → homefs (the home, by descriptor only)
 //	fetch, prune, crypt, auth, lease → repo → archive (the format: no Jenkins, no selector)
 //	repo                → store ← store/<backend> → store/backend (helpers only backends use)
@@ -39,7 +42,7 @@ type rule struct {
 }
 
 var (
-	jobs  = []string{"internal/snapshot", "internal/restore", "internal/check", "internal/maint"}
+	jobs  = []string{"internal/snapshot", "internal/restore", "internal/check", "internal/maint", "internal/agents"}
 	above = []string{"internal/cli", "internal/runner", "cmd"}
 )
 
@@ -48,10 +51,12 @@ var rules = []rule{
 		why: "store backends know only the Store interface; cross-cutting concerns wrap it from above (storetest follows testenv's rule)"},
 	{from: "internal/snapshot", deny: append(slices.Clone(jobs[1:]), above...),
 		why: "a snapshot knows nothing of restoring, checking or maintaining, nor of its callers"},
-	{from: "internal/restore", deny: append([]string{"internal/snapshot", "internal/check", "internal/maint"}, above...),
+	{from: "internal/restore", deny: append([]string{"internal/snapshot", "internal/check", "internal/maint", "internal/agents"}, above...),
 		why: "a restore reads what snapshots wrote through fetch and homemark, never through snapshot's code"},
-	{from: "internal/check", deny: append([]string{"internal/snapshot", "internal/restore", "internal/maint"}, above...),
+	{from: "internal/check", deny: append([]string{"internal/snapshot", "internal/restore", "internal/maint", "internal/agents"}, above...),
 		why: "a check reads snapshots as a restore does (fetch), without restoring"},
+	{from: "internal/agents", deny: append([]string{"internal/snapshot", "internal/restore", "internal/maint"}, above...),
+		why: "the agent check reads the home and snapshots (through check); the CLI wires it into a restore or a snapshot"},
 	{from: "internal/maint", deny: append([]string{"internal/restore", "internal/check"}, above...),
 		why: "maintenance rewrites through snapshot; it never restores or checks, and is called by the CLI"},
 	{from: "internal/fetch", deny: append(slices.Clone(jobs), above...),

@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/agents"
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/lease"
@@ -130,7 +131,18 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	opts := snapshot.Options{Home: cfg.Home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
+	if cfg.Import != "" {
+		return runImport(ctx, &cfg, st, enc, archive.Level(level), log, stdout)
+	}
+	// Opened once: every snapshot, the sidecar's for as long as it runs,
+	// and the agent-key guard work beneath this descriptor.
+	home, err := openHome(cfg.Home, false, false)
+	if err != nil {
+		log.Error().Err(err).Str("home", cfg.Home).Str("store", st.String()).Msg("cannot open the home")
+		return reported{err}
+	}
+	defer home.Close()
+	opts := snapshot.Options{Home: home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
 		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, AllowBehind: cfg.Behind, Recipients: enc.Recipients, Authenticated: enc.Authenticated}
 	// The agent-key guard reads the head's manifest: only a snapshot that
 	// is about to replace the head needs it.
@@ -140,8 +152,8 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Error().Err(err).Str("store", st.String()).Msg("cannot read the head snapshot")
 			return reported{err}
 		}
-		if err := guardKeys(ctx, cfg.Home, head, cfg.AcceptKeyChange, log); err != nil {
-			return reported{err} // guardKeys logged why
+		if err := agents.GuardKeys(ctx, home, head, cfg.AcceptKeyChange, log); err != nil {
+			return reported{err} // GuardKeys logged why
 		}
 		return nil
 	}
@@ -156,8 +168,8 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil, reported{err}
 		}
 		ev := log.Info()
-		if res.Journal != nil { // how the home was read: journal, walk or verify
-			ev = ev.Str("journal", res.Journal.Mode)
+		if res.ChangeJournal != nil { // how the home was read: journal, walk or verify
+			ev = ev.Str("journal", res.ChangeJournal.Mode)
 		}
 		asJSON := cfg.Once && cfg.json()
 		if res.Unchanged {
@@ -183,9 +195,6 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintln(stdout, consolidated)
 		}
 		return res, nil
-	}
-	if cfg.Import != "" {
-		return runImport(ctx, &cfg, st, enc, archive.Level(level), log, stdout)
 	}
 	if cfg.Once {
 		ctx, cancel := withTimeout(ctx, cfg.Timeout)

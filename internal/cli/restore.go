@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/agents"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
@@ -191,26 +192,40 @@ func restoreOrInspect(ctx context.Context, cfg *restoreConfig, log zerolog.Logge
 	if cfg.CheckAgents {
 		return checkAgents(ctx, cfg, st, stdout, log)
 	}
-	home := cfg.Home
+	path := cfg.Home
 	if cfg.Target != "" {
-		home = cfg.Target
+		path = cfg.Target
 	}
-	if home == "" {
+	if path == "" {
 		return usageError{errors.New("no home given: set --home, HOMESNAP_HOME or JENKINS_HOME (or --target)")}
 	}
+	key, err := cfg.masterKey()
+	if err != nil {
+		log.Error().Err(err).Msg("restore refused; nothing was changed in the home")
+		return reported{err}
+	}
+	// Opened once, here: created on a first boot, never by a dry run.
+	home, err := openHome(path, !cfg.DryRun, cfg.DryRun)
+	if err != nil {
+		return fail("restore failed", err)
+	}
+	defer home.Close()
+	now := home // the home as it is now, compared with the staged one
+	if cfg.Target != "" {
+		if now, err = openHome(cfg.Home, false, false); err == nil {
+			defer now.Close()
+		}
+	}
+	check := agents.NewRestoreCheck(now, key, cfg.RequireAgentContinuity, log)
 	opts := restore.Options{
 		Home: home, Store: st, Snapshot: snapshot, Jobs: cfg.Jobs, AllowEmpty: cfg.AllowEmpty, Selector: cfg.sel,
 		Include: cfg.Only, Exclude: cfg.Skip, Force: cfg.Force, DryRun: cfg.DryRun, Chown: cfg.owner, KeepModes: cfg.KeepModes, Log: log,
 		Step: setStep, AllowOlderHead: cfg.AllowUnauthenticated,
+		BeforeCommit: check.BeforeCommit, // agent continuity, on the staged tree
 	}
 	if cfg.DryRun {
 		opts.OnChange = func(c restore.Change) { fmt.Fprintf(stdout, "%s\t%s\t%d\n", c.Kind, c.Path, c.Size) }
 	}
-	check, err := prepareAgentCheck(cfg, log)
-	if err != nil {
-		return reported{err}
-	}
-	opts.BeforeCommit = check.beforeCommit // agent continuity, on the staged tree
 	var progress reporter
 	if !cfg.DryRun {
 		progress = newProgress(cfg.Progress, "restore", stderr, log)
@@ -221,7 +236,7 @@ func restoreOrInspect(ctx context.Context, cfg *restoreConfig, log zerolog.Logge
 		progress.stop()
 	}
 	if err == nil && !cfg.DryRun {
-		err = check.afterCommit(ctx, home, res.Decision.Action == restore.ActFirstBoot)
+		err = check.AfterCommit(ctx, home, res.Decision.Action == restore.ActFirstBoot)
 	}
 	if err != nil {
 		return fail("restore failed", err)
@@ -229,7 +244,7 @@ func restoreOrInspect(ctx context.Context, cfg *restoreConfig, log zerolog.Logge
 	if res.Restore != nil && !cfg.DryRun {
 		warnModes(log, res.Restore, cfg.KeepModes)
 	}
-	logOutcome(log, home, st.String(), res)
+	logOutcome(log, path, st.String(), res)
 	if len(cfg.Only) > 0 && res.Restore != nil && res.Restore.Entries <= 1 { // the home's root alone
 		return usageError{fmt.Errorf("--only %s matched nothing in snapshot %s: nothing was restored. Patterns match paths below the home, such as jobs/NAME; a --dry-run restore into an empty --target lists what the snapshot holds",
 			strings.Join(cfg.Only, " --only "), res.Snapshot)}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/metrics"
 	"github.com/homesnap/homesnap/internal/runner"
@@ -67,9 +68,9 @@ func sidecar(ctx context.Context, cfg *snapshotConfig, opts snapshot.Options, on
 		Lease:      l,
 		RenewEvery: cfg.LeaseTTL / 3,
 		OnLease:    m.LeaseHeld,
-		Take: func(ctx context.Context, trigger string, j *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(ctx context.Context, trigger string, j *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			o := opts
-			o.Trigger, o.Journal, o.OwnCommitted = trigger, j, own
+			o.Trigger, o.ChangeJournal, o.OwnCommitted = trigger, j, own
 			res, err := once(ctx, o)
 			if err == nil && !res.Unchanged {
 				own = res.ID
@@ -118,7 +119,7 @@ const journalOpenDelay = "HOMESNAP_TEST_JOURNAL_OPEN_DELAY"
 
 // journalOpener returns what opens the change journal for the runner,
 // which runs it beside the port and the snapshots; nil with --journal=off.
-func (c *snapshotConfig) journalOpener(opts snapshot.Options, m *metrics.Metrics, log zerolog.Logger) (func() (*snapshot.Journal, error), error) {
+func (c *snapshotConfig) journalOpener(opts snapshot.Options, m *metrics.Metrics, log zerolog.Logger) (func() (*snapshot.ChangeJournal, error), error) {
 	if c.Journal != "auto" {
 		m.JournalState(metrics.JournalOff)
 		return nil, nil
@@ -132,12 +133,19 @@ func (c *snapshotConfig) journalOpener(opts snapshot.Options, m *metrics.Metrics
 		log.Warn().Dur("delay", d).Msg(journalOpenDelay + " is set: the change journal opens that much later (a test hook)")
 		delay = d
 	}
+	// The runner does not wait for an open under way when it stops, so the
+	// open may outlive the command's home: it gets a descriptor of its own.
+	own, err := opts.Home.Dir.Reopen()
+	if err != nil {
+		return nil, fmt.Errorf("open home %s: %w", opts.Home.Path, err)
+	}
 	m.JournalState(metrics.JournalOpening)
-	return func() (*snapshot.Journal, error) {
+	return func() (*snapshot.ChangeJournal, error) {
+		defer own.Close() // the journal keeps one of its own
 		opening := time.Now()
 		log.Info().Msg("opening the change journal; snapshots walk the whole home until it is open")
 		time.Sleep(delay)
-		j, err := snapshot.OpenJournal(opts.Home, opts.Selector, c.JournalVerify)
+		j, err := snapshot.OpenChangeJournal(&homefs.Home{Dir: own, Path: opts.Home.Path}, opts.Selector, c.JournalVerify)
 		if err != nil {
 			m.JournalState(metrics.JournalOff)
 			log.Warn().Err(err).Msg("no change journal: every snapshot walks the whole home")

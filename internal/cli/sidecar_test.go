@@ -177,7 +177,7 @@ func TestTriggerTokenRotatesWithTheSecret(t *testing.T) {
 	}
 	taken := make(chan string, 16)
 	r := runner.New(runner.Options{Interval: time.Hour, Log: log,
-		Take: func(_ context.Context, trigger string, _ *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(_ context.Context, trigger string, _ *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			taken <- trigger
 			return &snapshot.Result{ID: "x"}, nil
 		}})

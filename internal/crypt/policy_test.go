@@ -43,7 +43,7 @@ func snapshotWith(t *testing.T, home string, st store.Store, k Keys) (*snapshot.
 	}
 	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
 	return snapshot.Snapshot(context.Background(), snapshot.Options{
-		Home: home, Store: setup.Store, Selector: sel, Log: zerolog.Nop(), Recipients: setup.Recipients,
+		Home: testhome.Open(t, home), Store: setup.Store, Selector: sel, Log: zerolog.Nop(), Recipients: setup.Recipients,
 		AllowShrink: true}) // the tests drop big files on purpose
 }
 
@@ -55,7 +55,7 @@ func restoreWith(t *testing.T, home string, st store.Store, k Keys, id string) e
 	}
 	// Forced, and the home's mark removed after: home holds exactly the
 	// snapshot's tree, whatever it held before.
-	if _, err = restore.Restore(context.Background(), restore.Options{Home: home, Store: setup.Store, Snapshot: id, Force: true, Log: zerolog.Nop()}); err != nil {
+	if _, err = restore.Restore(context.Background(), restore.Options{Home: testhome.Open(t, home), Store: setup.Store, Snapshot: id, Force: true, Log: zerolog.Nop()}); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(home, homemark.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -106,12 +106,12 @@ func behindStore(t *testing.T, corpus, home string) string {
 		}
 	}
 	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
-	print, err := homemark.TakeFingerprint(ctx, home, sel)
+	print, err := homemark.TakeFingerprint(ctx, testhome.Open(t, home), sel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mark := &homemark.Mark{Store: st.String(), Snapshot: parent, Time: at, Selection: sel.Spec(), Print: print}
-	if err := homemark.Write(home, mark); err != nil {
+	if err := homemark.Write(testhome.Open(t, home), mark); err != nil {
 		t.Fatal(err)
 	}
 	return dir

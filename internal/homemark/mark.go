@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -85,14 +83,12 @@ func (f Fingerprint) Changed(now Fingerprint) bool {
 // guard against changes within one clock tick are not needed. Should the
 // count ever differ from a walk, the next restore sees local changes and
 // skips, and the sidecar's next walk marks the home afresh: safe.
-func RestoredPrint(home string, entries, bytes int64) (Fingerprint, error) {
-	d, err := homefs.Open(home)
-	if err != nil {
-		return Fingerprint{}, err
+func RestoredPrint(home *homefs.Home, entries, bytes int64) (Fingerprint, error) {
+	if !home.Exists() {
+		return Fingerprint{}, errNotOpen(home)
 	}
-	defer d.Close()
 	var st unix.Stat_t
-	if err := d.Probe(scan.ReservedPrefix+"probe", &st); err != nil {
+	if err := home.Dir.Probe(scan.ReservedPrefix+"probe", &st); err != nil {
 		return Fingerprint{}, err
 	}
 	return Fingerprint{Entries: entries, Bytes: bytes, MaxCTime: st.Ctim.Nano(), Counted: true}, nil
@@ -100,7 +96,7 @@ func RestoredPrint(home string, entries, bytes int64) (Fingerprint, error) {
 
 // TakeFingerprint stat-walks the selection of home. A missing home has an
 // empty fingerprint.
-func TakeFingerprint(ctx context.Context, home string, sel *selector.Selector) (f Fingerprint, err error) {
+func TakeFingerprint(ctx context.Context, home *homefs.Home, sel *selector.Selector) (f Fingerprint, err error) {
 	err = walk(ctx, home, sel, func(e *archive.Entry) error {
 		f.Add(e)
 		return nil
@@ -115,7 +111,7 @@ var errFound = errors.New("a selected path")
 // (not only a directory leading to one). The walk stops at the first: on
 // a Jenkins home that is a listing of the home's root (and of the few
 // directories listed ahead meanwhile), not a walk of the home.
-func HoldsSelection(ctx context.Context, home string, sel *selector.Selector) (bool, error) {
+func HoldsSelection(ctx context.Context, home *homefs.Home, sel *selector.Selector) (bool, error) {
 	err := walk(ctx, home, sel, func(e *archive.Entry) error {
 		if e.Implied {
 			return nil
@@ -128,10 +124,10 @@ func HoldsSelection(ctx context.Context, home string, sel *selector.Selector) (b
 	return false, err
 }
 
-// walk is scan.Walk over a home that may not exist yet (it then holds
-// nothing).
-func walk(ctx context.Context, home string, sel *selector.Selector, fn func(*archive.Entry) error) error {
-	if _, err := os.Stat(home); errors.Is(err, fs.ErrNotExist) {
+// walk is scan.Walk over a home that may not exist yet (a dry run's: it
+// then holds nothing).
+func walk(ctx context.Context, home *homefs.Home, sel *selector.Selector, fn func(*archive.Entry) error) error {
+	if !home.Exists() {
 		return nil
 	}
 	return scan.Walk(ctx, home, sel, nil, fn)
@@ -146,18 +142,13 @@ const maxSize = 1 << 20
 // of unknown origin, which only a forced restore replaces.
 var ErrDamaged = errors.New("is damaged")
 
-// Read returns the home's mark, or nil when it has none.
-func Read(home string) (*Mark, error) {
-	p := filepath.Join(home, Name)
-	d, err := homefs.Open(home)
-	if errors.Is(err, unix.ENOENT) {
+// Read returns the home's mark, or nil when it has none (or the home
+// does not exist).
+func Read(home *homefs.Home) (*Mark, error) {
+	if !home.Exists() {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	data, err := d.ReadFile(Name, maxSize)
+	data, err := home.Dir.ReadFile(Name, maxSize)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}
@@ -167,7 +158,7 @@ func Read(home string) (*Mark, error) {
 			return m, nil
 		}
 	}
-	return nil, fmt.Errorf("%s %w (%v): remove it", p, ErrDamaged, err)
+	return nil, fmt.Errorf("%s %w (%v): remove it", home.Join(Name), ErrDamaged, err)
 }
 
 func parse(data []byte) (*Mark, error) {
@@ -187,7 +178,7 @@ func parse(data []byte) (*Mark, error) {
 // it matches from, and the restore that compares it with the head decides
 // as before. A mark naming another snapshot, or none, says nothing about
 // to and is left alone. It reports whether the mark moved.
-func Carry(home, from, to string, at time.Time, seq int64) (bool, error) {
+func Carry(home *homefs.Home, from, to string, at time.Time, seq int64) (bool, error) {
 	m, err := Read(home)
 	if err != nil || m == nil || m.Snapshot != from {
 		return false, err
@@ -198,7 +189,7 @@ func Carry(home, from, to string, at time.Time, seq int64) (bool, error) {
 
 // SetPending records in the home's mark, if it has one, that snapshot id
 // is about to become the head: see Mark.Pending.
-func SetPending(home, id string) error {
+func SetPending(home *homefs.Home, id string) error {
 	m, err := Read(home)
 	if err != nil || m == nil {
 		return err
@@ -209,19 +200,26 @@ func SetPending(home, id string) error {
 
 // Write replaces the home's mark atomically (temporary file in the
 // home created afresh, fsync, rename).
-func Write(home string, m *Mark) error {
+func Write(home *homefs.Home, m *Mark) error {
+	if !home.Exists() {
+		return errNotOpen(home)
+	}
 	m.Written = time.Now().UTC()
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	d, err := homefs.Open(home)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.WriteFile(Name, Name+".tmp", append(data, '\n'), 0o644, nil); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(home, Name), errors.Unwrap(err))
+	if err := home.Dir.WriteFile(Name, Name+".tmp", append(data, '\n'), 0o644, nil); err != nil {
+		return fmt.Errorf("write %s: %w", home.Join(Name), errors.Unwrap(err))
 	}
 	return nil
+}
+
+// errNotOpen refuses to write into a home that does not exist (a dry
+// run's).
+func errNotOpen(home *homefs.Home) error {
+	if home == nil {
+		return ErrNoHome
+	}
+	return fmt.Errorf("home %s: %w", home.Path, fs.ErrNotExist)
 }

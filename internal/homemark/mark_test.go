@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
@@ -27,7 +28,7 @@ func TestFingerprintSeesEveryKindOfChange(t *testing.T) {
 	}
 	take := func() Fingerprint {
 		t.Helper()
-		f, err := TakeFingerprint(context.Background(), home, sel)
+		f, err := TakeFingerprint(context.Background(), testhome.Open(t, home), sel)
 		if err != nil || f.Entries == 0 {
 			t.Fatalf("fingerprint: %v (%d entries)", err, f.Entries)
 		}
@@ -67,7 +68,7 @@ func TestFingerprintSeesEveryKindOfChange(t *testing.T) {
 			}
 		})
 	}
-	empty, err := TakeFingerprint(context.Background(), filepath.Join(t.TempDir(), "none"), sel)
+	empty, err := TakeFingerprint(context.Background(), homefs.Missing(filepath.Join(t.TempDir(), "none")), sel)
 	if err != nil || empty.Entries != 0 {
 		t.Errorf("a missing home: %+v %v, want empty", empty, err)
 	}
@@ -104,12 +105,12 @@ func TestHoldsSelection(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got, err := HoldsSelection(context.Background(), home, sel); err != nil || got != c.want {
+			if got, err := HoldsSelection(context.Background(), testhome.Open(t, home), sel); err != nil || got != c.want {
 				t.Errorf("after adding %q: %v, %v; want %v", c.add, got, err, c.want)
 			}
 		})
 	}
-	if got, err := HoldsSelection(context.Background(), filepath.Join(home, "none"), sel); got || err != nil {
+	if got, err := HoldsSelection(context.Background(), homefs.Missing(filepath.Join(home, "none")), sel); got || err != nil {
 		t.Errorf("a missing home: %v, %v; want false", got, err)
 	}
 }
@@ -125,25 +126,25 @@ func TestHomeMarkIsBoundedAndNeverWrittenThroughALink(t *testing.T) {
 	}
 	mark := filepath.Join(home, Name)
 	os.Symlink("/dev/zero", mark)
-	if _, err := Read(home); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := Read(testhome.Open(t, home)); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("a mark linked to /dev/zero: %v", err)
 	}
 	os.Remove(mark)
 	os.WriteFile(mark, []byte(`{"snapshot":"x","store":"`+strings.Repeat("a", maxSize)+`"}`), 0o644)
-	if _, err := Read(home); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
+	if _, err := Read(testhome.Open(t, home)); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
 		t.Fatalf("a mark over the bound: %v", err)
 	}
 	os.Symlink(outside, mark+".tmp")
-	if err := Write(home, &Mark{Snapshot: "s1"}); err != nil {
+	if err := Write(testhome.Open(t, home), &Mark{Snapshot: "s1"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(outside); string(got) != "root only" {
 		t.Fatalf("the file behind the planted link became %q", got)
 	}
-	if m, err := Read(home); err != nil || m == nil || m.Snapshot != "s1" {
+	if m, err := Read(testhome.Open(t, home)); err != nil || m == nil || m.Snapshot != "s1" {
 		t.Fatalf("mark read back: %+v, %v", m, err)
 	}
-	if m, err := Read(filepath.Join(home, "none")); m != nil || err != nil {
+	if m, err := Read(homefs.Missing(filepath.Join(home, "none"))); m != nil || err != nil {
 		t.Fatalf("no home: %+v, %v", m, err)
 	}
 }
@@ -155,28 +156,28 @@ func TestCarryMovesOnlyTheParentsMark(t *testing.T) {
 	home := t.TempDir()
 	walked := &Mark{Store: "file:///s", Snapshot: "s1", Selection: selector.Spec{Preset: "jenkins"},
 		Print: Fingerprint{Entries: 578, MaxCTime: 7, Bytes: 9, Inodes: 11}}
-	if err := Write(home, walked); err != nil {
+	if err := Write(testhome.Open(t, home), walked); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC)
-	if moved, err := Carry(home, "s0", "s2", at, 0); moved || err != nil {
+	if moved, err := Carry(testhome.Open(t, home), "s0", "s2", at, 0); moved || err != nil {
 		t.Fatalf("a mark naming s1 carried from s0: %v %v", moved, err)
 	}
-	if m, err := Read(home); err != nil || m == nil || m.Snapshot != "s1" {
+	if m, err := Read(testhome.Open(t, home)); err != nil || m == nil || m.Snapshot != "s1" {
 		t.Fatalf("after carrying from another snapshot: %+v %v, want s1's mark", m, err)
 	}
-	if moved, err := Carry(home, "s1", "s2", at, 0); !moved || err != nil {
+	if moved, err := Carry(testhome.Open(t, home), "s1", "s2", at, 0); !moved || err != nil {
 		t.Fatalf("carry from s1: %v %v", moved, err)
 	}
-	m, err := Read(home)
+	m, err := Read(testhome.Open(t, home))
 	if err != nil || m == nil || m.Snapshot != "s2" || !m.Time.Equal(at) || m.Print != walked.Print || m.Selection.Preset != "jenkins" || m.Store != walked.Store {
 		t.Fatalf("carried mark %+v %v, want s2 at %v with s1's fingerprint and selection", m, err, at)
 	}
 	unmarked := t.TempDir()
-	if moved, err := Carry(unmarked, "s1", "s2", at, 0); moved || err != nil {
+	if moved, err := Carry(testhome.Open(t, unmarked), "s1", "s2", at, 0); moved || err != nil {
 		t.Fatalf("carry in an unmarked home: %v %v", moved, err)
 	}
-	if m, err := Read(unmarked); m != nil || err != nil {
+	if m, err := Read(testhome.Open(t, unmarked)); m != nil || err != nil {
 		t.Fatalf("an unmarked home got a mark: %+v %v", m, err)
 	}
 }

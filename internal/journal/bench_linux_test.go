@@ -18,6 +18,7 @@ import (
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // BenchmarkJournalNothingChanged compares, on a generated home shaped
@@ -45,6 +46,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 		b.Fatal(err)
 	}
 	base := walkAll(b, home, sel)
+	h := testhome.Open(b, home)
 	dirs := 0
 	for _, e := range base {
 		if e.Type == archive.TypeDir {
@@ -56,7 +58,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 	b.Run("walk", func(b *testing.B) {
 		for b.Loop() {
 			n := 0
-			if err := scan.Walk(context.Background(), home, sel, nil, func(*archive.Entry) error { n++; return nil }); err != nil {
+			if err := scan.Walk(context.Background(), h, sel, nil, func(*archive.Entry) error { n++; return nil }); err != nil {
 				b.Fatal(err)
 			}
 			if n != len(base) {
@@ -69,7 +71,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		j, err := Open(home, sel)
+		j, err := Open(h, sel)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -85,7 +87,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 				b.Fatal(err)
 			}
 			n := 0
-			if err := Rescan(context.Background(), home, sel, Entries(base), ch, nil, func(*archive.Entry) error { n++; return nil }); err != nil {
+			if err := Rescan(context.Background(), h, sel, Entries(base), ch, nil, func(*archive.Entry) error { n++; return nil }); err != nil {
 				b.Fatal(err)
 			}
 			if n != len(base) {
@@ -123,7 +125,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
 	defer b.Run("churn-1pct/journal", func(b *testing.B) {
-		j, err := Open(home, sel)
+		j, err := Open(h, sel)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -141,7 +143,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 			}
 			take += time.Since(t0)
 			var got []*archive.Entry
-			if err := Rescan(context.Background(), home, sel, Entries(cur), ch, nil, func(e *archive.Entry) error { got = append(got, e); return nil }); err != nil {
+			if err := Rescan(context.Background(), h, sel, Entries(cur), ch, nil, func(e *archive.Entry) error { got = append(got, e); return nil }); err != nil {
 				b.Fatal(err)
 			}
 			cpu += cpuTime() - c0
@@ -157,7 +159,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 	})
 	b.Run("open", func(b *testing.B) {
 		for b.Loop() {
-			j, err := Open(home, sel)
+			j, err := Open(h, sel)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/testenv"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 var (
@@ -79,7 +80,7 @@ func runEquivalence(t *testing.T, spec selector.Spec, seed int64, steps int, ove
 	home := filepath.Join(t.TempDir(), "home")
 	d := &driver{t: t, r: rand.New(rand.NewSource(seed)), home: home, sel: sel}
 	d.initial()
-	j, err := Open(home, sel)
+	j, err := Open(testhome.Open(t, home), sel)
 	if err != nil {
 		t.Fatal(err)
 	}

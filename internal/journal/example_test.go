@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/journal"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
@@ -16,7 +17,11 @@ import (
 // everything when the journal says it cannot be trusted.
 func Example() {
 	ctx := context.Background()
-	home := "/var/jenkins_home"
+	home, err := homefs.OpenHome("/var/jenkins_home") // the command opens the home, once
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer home.Close()
 	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
 	if err != nil {
 		log.Fatal(err)

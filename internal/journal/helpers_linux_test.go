@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
 )
@@ -26,8 +27,13 @@ func (j *Journal) injectOverflow() {
 
 func walkAll(t testing.TB, home string, sel *selector.Selector) []*archive.Entry {
 	t.Helper()
+	h, err := homefs.OpenHome(home) // closed at once: helpers run in loops
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
 	var es []*archive.Entry
-	if err := scan.Walk(context.Background(), home, sel, nil, func(e *archive.Entry) error {
+	if err := scan.Walk(context.Background(), h, sel, nil, func(e *archive.Entry) error {
 		es = append(es, e)
 		return nil
 	}); err != nil {
@@ -47,8 +53,13 @@ func tellLinked(j *Journal, es []*archive.Entry) {
 
 func rescanAll(t testing.TB, home string, sel *selector.Selector, base []*archive.Entry, ch *Changes) []*archive.Entry {
 	t.Helper()
+	h, err := homefs.OpenHome(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
 	var es []*archive.Entry
-	if err := Rescan(context.Background(), home, sel, Entries(base), ch, nil, func(e *archive.Entry) error {
+	if err := Rescan(context.Background(), h, sel, Entries(base), ch, nil, func(e *archive.Entry) error {
 		es = append(es, e)
 		return nil
 	}); err != nil {

@@ -93,10 +93,14 @@ type watch struct {
 // kernel's own estimate, INOTIFY_WATCH_COST, is 1.3 KiB). A home of a
 // million files in ~300,000 directories takes about 365 MiB of kernel
 // memory, a sysctl raised to match, and ~110 bytes per watch here.
-func Open(home string, sel *selector.Selector) (*Journal, error) {
-	root, err := homefs.Open(home)
+func Open(h *homefs.Home, sel *selector.Selector) (*Journal, error) {
+	if !h.Exists() {
+		return nil, errors.New("change journal: no home")
+	}
+	home := h.Path
+	root, err := h.Dir.Reopen() // its own, closed with the journal
 	if err != nil {
-		return nil, fmt.Errorf("change journal: %w", err)
+		return nil, fmt.Errorf("change journal: open %s: %w", home, err)
 	}
 	if fs := remoteFS(int(root)); fs != "" {
 		root.Close()

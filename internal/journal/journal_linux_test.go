@@ -23,6 +23,7 @@ import (
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/testenv"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 func jenkinsHome(t *testing.T) (string, *selector.Selector) {
@@ -38,7 +39,7 @@ func jenkinsHome(t *testing.T) (string, *selector.Selector) {
 
 func open(t *testing.T, home string, sel *selector.Selector) *Journal {
 	t.Helper()
-	j, err := Open(home, sel)
+	j, err := Open(testhome.Open(t, home), sel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestKernelQueueOverflowNeedsAFullWalk(t *testing.T) {
 func TestWatchLimitEndsTheJournal(t *testing.T) {
 	home, sel := jenkinsHome(t)
 	watchLimitForTest = 3
-	_, err := Open(home, sel)
+	_, err := Open(testhome.Open(t, home), sel)
 	var fw *FullWalkError
 	if !errors.As(err, &fw) || fw.Reason != ReasonWatchLimit || !strings.Contains(err.Error(), "fs.inotify.max_user_watches") {
 		watchLimitForTest = 0
@@ -564,7 +565,7 @@ func TestRescanLeavesPassedEntriesAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []*archive.Entry
-	if err := Rescan(context.Background(), home, sel, Entries(base), ch, nil, func(e *archive.Entry) error {
+	if err := Rescan(context.Background(), testhome.Open(t, home), sel, Entries(base), ch, nil, func(e *archive.Entry) error {
 		c := *e
 		got = append(got, &c)
 		*e = archive.Entry{Path: "clobbered"}

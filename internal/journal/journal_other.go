@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
 )
 
@@ -17,7 +18,7 @@ type Journal struct{}
 var errUnsupported = &FullWalkError{Reason: ReasonUnsupported, Detail: "no change journal on this platform"}
 
 // Open fails with a *FullWalkError: there is no change journal here.
-func Open(home string, sel *selector.Selector) (*Journal, error) { return nil, errUnsupported }
+func Open(home *homefs.Home, sel *selector.Selector) (*Journal, error) { return nil, errUnsupported }
 
 // Take always asks for a full walk.
 func (j *Journal) Take() (*Changes, error) { return nil, errUnsupported }
@@ -35,7 +36,7 @@ func (j *Journal) Stats() Stats { return Stats{} }
 func (j *Journal) Close() error { return nil }
 
 // Rescan is never called without a journal's changes.
-func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped func(rel, why string), fn func(*archive.Entry) error) error {
+func Rescan(ctx context.Context, home *homefs.Home, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped func(rel, why string), fn func(*archive.Entry) error) error {
 	return errUnsupported
 }
 

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // BenchmarkJournalOpenHome times Open on an existing home (the jenkins
@@ -29,6 +30,7 @@ func BenchmarkJournalOpenHome(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	h := testhome.Open(b, home)
 	cold := os.Getenv("HOMESNAP_JOURNAL_BENCH_COLD") == "1"
 	watches := 0
 	for range b.N {
@@ -40,7 +42,7 @@ func BenchmarkJournalOpenHome(b *testing.B) {
 			}
 			b.StartTimer()
 		}
-		j, err := Open(home, sel)
+		j, err := Open(h, sel)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -27,12 +27,11 @@ import (
 // included), except entries marked Changed (read while they changed),
 // which are reported as they are now. base is read twice when ch names
 // inodes (hard links).
-func Rescan(ctx context.Context, home string, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped scan.Skipped, fn func(*archive.Entry) error) error {
-	root, err := homefs.Open(home)
-	if err != nil {
-		return fmt.Errorf("open home %s: %w", home, errors.Unwrap(err))
+func Rescan(ctx context.Context, home *homefs.Home, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped scan.Skipped, fn func(*archive.Entry) error) error {
+	if !home.Exists() {
+		return errors.New("rescan: no home")
 	}
-	defer root.Close()
+	root := home.Dir
 	paths := maps.Clone(ch.Paths)
 	if len(ch.Inodes) > 0 { // the base knows the other names of those files
 		for e, err := range base {
@@ -142,7 +141,7 @@ func (r *rescan) redo(rel string, old *archive.Entry) error {
 
 type rescan struct {
 	ctx     context.Context
-	home    string
+	home    *homefs.Home
 	root    homefs.Dir
 	sel     *selector.Selector
 	skipped scan.Skipped

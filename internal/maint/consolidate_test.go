@@ -115,18 +115,18 @@ func TestConsolidationBoundsArchivesAndKeepsRestoresExact(t *testing.T) {
 	if err != nil || len(before.Archives) <= 4 {
 		t.Fatalf("the head points into %d archives (%v): the test needs more than 4", len(before.Archives), err)
 	}
-	walked, err := homemark.Read(home)
+	walked, err := homemark.Read(testhome.Open(t, home))
 	if err != nil || walked == nil || walked.Snapshot != head.Snapshot {
 		t.Fatalf("the home's mark before consolidation: %+v %v, want the head %s", walked, err, head.Snapshot)
 	}
-	opts := snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}
+	opts := snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}
 	res, err := Consolidate(ctx, opts, ConsolidatePolicy{MaxArchives: 4})
 	if err != nil || res.Unchanged {
 		t.Fatalf("consolidate: %+v %v", res, err)
 	}
 	// The consolidated snapshot holds the walked one's tree: the home's
 	// mark names it, with the walk's fingerprint (not an empty one).
-	if m, err := homemark.Read(home); err != nil || m == nil || m.Snapshot != res.ID || m.Print != walked.Print {
+	if m, err := homemark.Read(testhome.Open(t, home)); err != nil || m == nil || m.Snapshot != res.ID || m.Print != walked.Print {
 		t.Errorf("the home's mark after consolidation: %+v %v, want %s with the walk's fingerprint %+v", m, err, res.ID, walked.Print)
 	}
 	if n := len(res.Totals.Archives); n > 4 || n >= len(before.Archives) {

@@ -150,7 +150,7 @@ func (m *Metrics) Observe(start, end time.Time, res *snapshot.Result, err error)
 		m.bytesRead.Add(float64(res.Totals.NewBytes))
 	}
 	m.linkedLeftOut.Add(float64(res.LinkedLeftOut))
-	if j := res.Journal; j != nil {
+	if j := res.ChangeJournal; j != nil {
 		m.journalModes.WithLabelValues(j.Mode).Inc()
 		if j.Fallback != "" {
 			m.fallbacks.WithLabelValues(j.Fallback).Inc()

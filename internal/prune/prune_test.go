@@ -153,7 +153,7 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 		if i > 0 {
 			testhome.Change(t, home)
 		}
-		res, err := snapshot.Snapshot(ctx, snapshot.Options{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()})
+		res, err := snapshot.Snapshot(ctx, snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: sel, Log: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 	}
 	for _, id := range want {
 		target := t.TempDir()
-		if _, err := restore.Restore(ctx, restore.Options{Home: target, Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
+		if _, err := restore.Restore(ctx, restore.Options{Home: testhome.Open(t, target), Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
 			t.Fatalf("restore %s after prune: %v", id, err)
 		}
 		got, _ := testhome.Read(target, sel.Selected)
@@ -245,7 +245,7 @@ func TestPruneKeepsRestoresExact(t *testing.T) {
 	}
 	// And the next snapshot still chains onto the kept history.
 	testhome.Change(t, home)
-	if _, err := snapshot.Snapshot(ctx, snapshot.Options{Home: home, Store: st, Selector: sel, Log: zerolog.Nop()}); err != nil {
+	if _, err := snapshot.Snapshot(ctx, snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: sel, Log: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -311,7 +311,7 @@ func TestPruneOfAChainKeepsWhatKeptSnapshotsNeed(t *testing.T) {
 		}
 		fmt.Fprintf(f, "line %d\n", i)
 		f.Close()
-		res, err := snapshot.Snapshot(ctx, snapshot.Options{Home: home, Store: st, Selector: sel, Log: zerolog.Nop(), MaxManifestChain: 4})
+		res, err := snapshot.Snapshot(ctx, snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: sel, Log: zerolog.Nop(), MaxManifestChain: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +336,7 @@ func TestPruneOfAChainKeepsWhatKeptSnapshotsNeed(t *testing.T) {
 	restores := func(id string) {
 		t.Helper()
 		target := t.TempDir()
-		if _, err := restore.Restore(ctx, restore.Options{Home: target, Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
+		if _, err := restore.Restore(ctx, restore.Options{Home: testhome.Open(t, target), Store: st, Snapshot: id, Log: zerolog.Nop()}); err != nil {
 			t.Fatalf("restore %s after prune: %v", id, err)
 		}
 		got, _ := testhome.Read(target, sel.Selected)

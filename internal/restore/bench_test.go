@@ -15,6 +15,7 @@ import (
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/store/file"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // benchHome generates the small preset (~2.4k files, ~40 MiB, ~33 MiB
@@ -45,7 +46,7 @@ func benchSnapshot(b *testing.B, home, dir string, level archive.Level) *snapsho
 		b.Fatal(err)
 	}
 	res, err := snapshot.Snapshot(context.Background(), snapshot.Options{
-		Home: home, Store: st, Selector: benchSelector(b), Level: level, Log: zerolog.Nop(),
+		Home: testhome.Open(b, home), Store: st, Selector: benchSelector(b), Level: level, Log: zerolog.Nop(),
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -114,7 +115,7 @@ func BenchmarkRestore(b *testing.B) {
 	for b.Loop() {
 		target := filepath.Join(targets, fmt.Sprint(i))
 		i++
-		res, err := restoreSnapshot(context.Background(), Options{Home: target, Store: st, Log: zerolog.Nop()}, staged{})
+		res, err := restoreSnapshot(context.Background(), Options{Home: testhome.Open(b, target), Store: st, Log: zerolog.Nop()}, staged{})
 		if err != nil {
 			b.Fatal(err)
 		}

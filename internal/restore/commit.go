@@ -214,7 +214,7 @@ func (r *restorer) commit() error {
 	if len(steps) == 0 {
 		return nil
 	}
-	j, err := r.openJournal()
+	j, err := r.openCommitLog()
 	if err != nil {
 		return fmt.Errorf("%w; nothing was changed in the home", err)
 	}
@@ -238,8 +238,8 @@ func (r *restorer) commit() error {
 // errSimulatedKill is returned when a test's kill hook stops a commit.
 var errSimulatedKill = errors.New("simulated kill")
 
-// do takes one step, journaling it first.
-func (r *restorer) do(a *action, j *journal) error {
+// do takes one step, logging it first.
+func (r *restorer) do(a *action, j *commitLog) error {
 	if a.kind == actMeta {
 		if err := homefs.Dir(r.home).Lstat(a.rel, &a.meta.old); err != nil {
 			return fmt.Errorf("set metadata of %s: %w", r.abs(a.rel), err)

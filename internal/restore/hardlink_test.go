@@ -14,6 +14,7 @@ import (
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // The home's user (uid 1000, build code) replaces a file of the home by a
@@ -192,7 +193,7 @@ func TestCommitRefusesAFileHardLinkedMeanwhile(t *testing.T) {
 // then replaces that file by the link, and the next restore undoes the
 // killed one's journal: it leaves the link alone.
 // Fails on main: the outside file became 1000:1000 0600.
-func TestJournalUndoLeavesAHardLinkedFileAlone(t *testing.T) {
+func TestCommitLogUndoLeavesAHardLinkedFileAlone(t *testing.T) {
 	for _, c := range hardLinkCases {
 		t.Run(c.name, func(t *testing.T) {
 			st, home, secret := adversaryHome(t, c.mode)
@@ -216,7 +217,7 @@ func TestJournalUndoLeavesAHardLinkedFileAlone(t *testing.T) {
 				t.Fatalf("restore: %v (metadata step taken: %v)", err, fixed)
 			}
 			linkOutside(t, home, victim, secret, c.asUser)
-			if err := RecoverInterrupted(home, zerolog.Nop()); err != nil {
+			if err := RecoverInterrupted(testhome.Open(t, home), zerolog.Nop()); err != nil {
 				t.Fatal(err)
 			}
 			assertUntouched(t, secret, c.mode)

@@ -120,7 +120,7 @@ func decisionError(o Options, res *HomeResult) error {
 	case ActNoSnapshot:
 		return &EmptyStoreError{Store: o.Store.String()}
 	case ActDiverged:
-		return &DivergedError{Home: o.Home, Store: o.Store.String(), Snapshot: res.Snapshot, Reason: res.Decision.Reason}
+		return &DivergedError{Home: o.Home.Path, Store: o.Store.String(), Snapshot: res.Snapshot, Reason: res.Decision.Reason}
 	}
 	return nil
 }
@@ -256,7 +256,7 @@ func checkMark(o Options, head *repo.Head) error {
 	if err != nil || mark == nil || mark.Store != o.Store.String() || mark.Seq <= head.Seq || mark.Snapshot == head.Snapshot {
 		return nil
 	}
-	err = &BehindMarkError{Home: o.Home, Store: o.Store.String(), Head: head.Snapshot, HeadSeq: head.Seq, MarkSnapshot: mark.Snapshot, MarkSeq: mark.Seq}
+	err = &BehindMarkError{Home: o.Home.Path, Store: o.Store.String(), Head: head.Snapshot, HeadSeq: head.Seq, MarkSnapshot: mark.Snapshot, MarkSeq: mark.Seq}
 	if !o.AllowOlderHead {
 		return err
 	}

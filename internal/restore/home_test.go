@@ -13,6 +13,7 @@ import (
 	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // TestRestoredHomeMarkMatchesAWalk: the mark a restore writes from its own
@@ -30,15 +31,15 @@ func TestRestoredHomeMarkMatchesAWalk(t *testing.T) {
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Restore(context.Background(), Options{Home: home, Store: st, Selector: sel, Force: true, Log: zerolog.Nop()})
+		res, err := Restore(context.Background(), Options{Home: testhome.Open(t, home), Store: st, Selector: sel, Force: true, Log: zerolog.Nop()})
 		if err != nil || !res.Marked {
 			t.Fatalf("%s: restore: %v (marked %v)", name, err, res != nil && res.Marked)
 		}
-		mark, err := homemark.Read(home)
+		mark, err := homemark.Read(testhome.Open(t, home))
 		if err != nil || mark == nil || mark.Snapshot != id {
 			t.Fatalf("%s: mark %+v, %v", name, mark, err)
 		}
-		walk, err := homemark.TakeFingerprint(context.Background(), home, sel)
+		walk, err := homemark.TakeFingerprint(context.Background(), testhome.Open(t, home), sel)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func TestRestoredHomeMarkMatchesAWalk(t *testing.T) {
 		if err := os.Chmod(filepath.Join(home, "secrets"), 0o750); err != nil {
 			t.Fatal(err)
 		}
-		after, err := homemark.TakeFingerprint(context.Background(), home, sel)
+		after, err := homemark.TakeFingerprint(context.Background(), testhome.Open(t, home), sel)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func TestHeadMarkLeavesTheHomeWithoutAWalk(t *testing.T) {
 	id := snaptest.Snap(t, home, st).ID
 	restore := func(what string, o Options) *HomeResult {
 		t.Helper()
-		o.Home, o.Store, o.Selector, o.Log = home, st, snaptest.Jenkins(t), zerolog.Nop()
+		o.Home, o.Store, o.Selector, o.Log = testhome.Open(t, home), st, snaptest.Jenkins(t), zerolog.Nop()
 		res, err := Restore(context.Background(), o)
 		if err != nil && !errors.Is(err, ErrDiverged) {
 			t.Fatalf("%s: %v", what, err)
@@ -113,13 +114,13 @@ func TestHeadMarkLeavesTheHomeWithoutAWalk(t *testing.T) {
 	// Build code forges the mark: the head, a selection that selects
 	// nothing here, a fingerprint of nothing. Judged by the mark's
 	// selection, the home would look empty and be restored over.
-	mark, err := homemark.Read(home)
+	mark, err := homemark.Read(testhome.Open(t, home))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mark.Selection = selector.Spec{Preset: "none", Include: []string{"nothing-here"}}
 	mark.Print = homemark.Fingerprint{}
-	if err := homemark.Write(home, mark); err != nil {
+	if err := homemark.Write(testhome.Open(t, home), mark); err != nil {
 		t.Fatal(err)
 	}
 	leftAlone("forged mark", Options{})

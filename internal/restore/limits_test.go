@@ -226,7 +226,7 @@ func TestKilledRestoreIsUndoneByTheNextRun(t *testing.T) {
 			if !errors.Is(err, errSimulatedKill) {
 				t.Fatalf("restore: %v", err)
 			}
-			if err := RecoverInterrupted(target, zerolog.Nop()); err != nil {
+			if err := RecoverInterrupted(testhome.Open(t, target), zerolog.Nop()); err != nil {
 				t.Fatal(err)
 			}
 			after := snaptest.All(t, target)
@@ -267,7 +267,7 @@ func TestConcurrentRestoreIsRefused(t *testing.T) {
 	if !errors.Is(second, ErrHomeBusy) {
 		t.Fatalf("second restore during the first: %v", second)
 	}
-	if err := RecoverInterrupted(target, zerolog.Nop()); err != nil {
+	if err := RecoverInterrupted(testhome.Open(t, target), zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	snaptest.AssertSame(t, snaptest.Selected(t, home), snaptest.Selected(t, target))

@@ -11,6 +11,7 @@ import (
 	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/testenv"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // TestHeadBehindTheMarkIsRefusedOnlyForItsStore: a mark that saw a later
@@ -25,13 +26,13 @@ func TestHeadBehindTheMarkIsRefusedOnlyForItsStore(t *testing.T) {
 	sel := snaptest.Jenkins(t)
 	mark := func(t *testing.T, store string, seq int64) string {
 		home := snaptest.NewHome(t)
-		if err := homemark.Write(home, &homemark.Mark{Store: store, Snapshot: "20200101T000000.000Z-000000", Selection: sel.Spec(), Seq: seq}); err != nil {
+		if err := homemark.Write(testhome.Open(t, home), &homemark.Mark{Store: store, Snapshot: "20200101T000000.000Z-000000", Selection: sel.Spec(), Seq: seq}); err != nil {
 			t.Fatal(err)
 		}
 		return home
 	}
 	restore := func(home string, o Options) error {
-		o.Home, o.Store, o.Selector, o.Force, o.Log = home, st, sel, true, zerolog.Nop()
+		o.Home, o.Store, o.Selector, o.Force, o.Log = testhome.Open(t, home), st, sel, true, zerolog.Nop()
 		_, err := Restore(context.Background(), o)
 		return err
 	}
@@ -58,7 +59,7 @@ func TestHeadBehindTheMarkIsRefusedOnlyForItsStore(t *testing.T) {
 		if err := restore(home, Options{AllowOlderHead: true}); err != nil {
 			t.Fatal(err)
 		}
-		if m, err := homemark.Read(home); err != nil || m.Seq != 1 {
+		if m, err := homemark.Read(testhome.Open(t, home)); err != nil || m.Seq != 1 {
 			t.Fatalf("the mark after the override: %+v, %v; want commit 1", m, err)
 		}
 	})

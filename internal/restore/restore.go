@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +28,10 @@ import (
 // Options are every input of a restore (Restore): the command passes
 // them all, and nothing else steers it.
 type Options struct {
-	Home  string
+	// Home is the home (or --target) the command opened (homefs.Home), a
+	// homefs.Missing one for a dry run into a directory that does not
+	// exist. The restore works beneath it and never closes it.
+	Home  *homefs.Home
 	Store store.Store
 	// Snapshot is the snapshot chosen (--snapshot, or --at resolved by
 	// the caller on the store's history), empty for the head.
@@ -203,8 +205,8 @@ const (
 // exactly as it was; a failure while moving rolls the moves back.
 func restoreSnapshot(ctx context.Context, o Options, s staged) (*Result, error) {
 	start := time.Now()
-	if err := homemark.Check(o.Home, !o.DryRun); err != nil && !(o.DryRun && errors.Is(err, fs.ErrNotExist)) {
-		return nil, err
+	if o.Home == nil {
+		return nil, homemark.ErrNoHome
 	}
 	if o.Jobs <= 0 {
 		o.Jobs = 8
@@ -280,23 +282,27 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	r.root = os.Geteuid() == 0
 	r.res.OwnersAsStored = r.root && r.o.Chown == nil
 	r.umask = processUmask()
-	r.stageFD, r.tree, r.disp = -1, -1, -1
-	home, err := homefs.Open(r.o.Home)
-	r.home = home.Fd()
-	if err != nil {
-		if r.o.DryRun && errors.Is(err, unix.ENOENT) {
-			r.home = -1 // a dry run into a home that does not exist yet
-		} else {
-			return fmt.Errorf("open home %s: %w", r.o.Home, errors.Unwrap(err))
-		}
-	}
+	r.home, r.stageFD, r.tree, r.disp = -1, -1, -1, -1
 	defer r.closeFDs()
+	switch {
+	case r.o.Home.Exists():
+		// A descriptor of its own: its flock is this restore's.
+		home, err := r.o.Home.Dir.Reopen()
+		if err != nil {
+			return fmt.Errorf("open home %s: %w", r.o.Home.Path, errors.Unwrap(err))
+		}
+		r.home = home.Fd()
+	case r.o.DryRun:
+		r.home = -1 // a dry run into a home that does not exist yet
+	default:
+		return fmt.Errorf("open home %s: %w", r.o.Home.Path, unix.ENOENT)
+	}
 	if !r.o.DryRun {
-		if err := lockHome(r.home, r.o.Home); err != nil {
+		if err := lockHome(r.home, r.o.Home.Path); err != nil {
 			return err
 		}
 		if !r.s.recovered {
-			if err := recoverLeftovers(r.home, r.o.Home, r.o.Selector, r.o.Log); err != nil {
+			if err := recoverLeftovers(r.home, r.o.Home.Path, r.o.Selector, r.o.Log); err != nil {
 				return err
 			}
 		}
@@ -347,7 +353,7 @@ func (r *restorer) run(ctx context.Context) (err error) {
 // makeStage creates the staging directory and its tree, and keeps a
 // descriptor of each: everything staged is written through them, so the
 // home's user renaming the directory or swapping it for a symlink cannot
-// redirect a write. (The journal explains what makes it the restore's own.)
+// redirect a write. (The commit log (commitlog.go) explains what makes it the restore's own.)
 func (r *restorer) makeStage() error {
 	var token [8]byte
 	if _, err := rand.Read(token[:]); err != nil {
@@ -431,13 +437,13 @@ var ErrHomeBusy = errors.New("another restore is running in this home")
 // lockHome takes an exclusive lock on the home directory for as long as
 // its descriptor stays open: a second restore (or recovery) must not undo
 // or remove the staging of one that is running.
-func lockHome(fd int, home string) error {
+func lockHome(fd int, homePath string) error {
 	err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
-		return fmt.Errorf("%w (%s); wait for it to finish", ErrHomeBusy, home)
+		return fmt.Errorf("%w (%s); wait for it to finish", ErrHomeBusy, homePath)
 	}
 	if err != nil && !errors.Is(err, unix.ENOLCK) && !errors.Is(err, unix.ENOTSUP) {
-		return fmt.Errorf("lock home %s: %w", home, err)
+		return fmt.Errorf("lock home %s: %w", homePath, err)
 	}
 	return nil // a filesystem without locks: proceed unguarded
 }
@@ -451,7 +457,7 @@ func (r *restorer) closeFDs() {
 	}
 }
 
-func (r *restorer) abs(rel string) string { return filepath.Join(r.o.Home, filepath.FromSlash(rel)) }
+func (r *restorer) abs(rel string) string { return r.o.Home.Join(rel) }
 
 func (r *restorer) openPlan(ctx context.Context) (*fetch.Plan, error) {
 	st := r.o.Store

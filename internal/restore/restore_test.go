@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
@@ -33,12 +35,30 @@ func restore(home string, st store.Store, id string) error {
 // decision would, with the options and what the decision hands the
 // staged restore adjusted by set.
 func restoreWith(home string, st store.Store, id string, set func(*Options, *staged)) (*Result, error) {
-	o := Options{Home: home, Store: st, Snapshot: id, Log: zerolog.Nop()}
+	o := Options{Store: st, Snapshot: id, Log: zerolog.Nop()}
 	var s staged
 	if set != nil {
 		set(&o, &s)
 	}
+	h, err := openHome(home, o.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	o.Home = h
 	return restoreSnapshot(context.Background(), o, s)
+}
+
+// openHome opens home as the restore command does: created first, or
+// missing in a dry run.
+func openHome(home string, dryRun bool) (*homefs.Home, error) {
+	if _, err := os.Stat(home); dryRun && errors.Is(err, fs.ErrNotExist) {
+		return homefs.Missing(home), nil
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, err
+	}
+	return homefs.OpenHome(home)
 }
 
 func TestRoundTripReproducesEveryAttribute(t *testing.T) {
@@ -280,7 +300,7 @@ func TestStoreErrorsAreClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := file.Open(dir)
-	_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()})
+	_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()})
 	if err == nil || !strings.Contains(err.Error(), "not a homesnap store") {
 		t.Errorf("foreign prefix: %v", err)
 	}
@@ -289,7 +309,7 @@ func TestStoreErrorsAreClear(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no snapshot") {
 		t.Errorf("empty store: %v", err)
 	}
-	res, err := restoreSnapshot(context.Background(), Options{Home: t.TempDir(), Store: empty, AllowEmpty: true, Log: zerolog.Nop()}, staged{})
+	res, err := restoreSnapshot(context.Background(), Options{Home: testhome.Open(t, t.TempDir()), Store: empty, AllowEmpty: true, Log: zerolog.Nop()}, staged{})
 	if err != nil || !res.Empty {
 		t.Errorf("allow-empty: %+v %v", res, err)
 	}

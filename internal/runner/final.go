@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/store"
@@ -93,7 +94,7 @@ func answers(ctx context.Context, client *http.Client, url string) bool {
 // LastWrite returns a function reporting the newest modification or status
 // change among the selected paths of home: a stat walk, the cost of a
 // snapshot that finds nothing changed.
-func LastWrite(home string, sel *selector.Selector) func(ctx context.Context) (time.Time, error) {
+func LastWrite(home *homefs.Home, sel *selector.Selector) func(ctx context.Context) (time.Time, error) {
 	return func(ctx context.Context) (time.Time, error) {
 		var newest int64
 		err := scan.Walk(ctx, home, sel, func(string, string) {}, func(e *archive.Entry) error {

@@ -160,7 +160,7 @@ func TestTriggerOffWithoutAToken(t *testing.T) {
 func TestOnDemandOneAtATimeAndSpaced(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan string, 16)
-	take := func(_ context.Context, trigger string, _ *snapshot.Journal) (*snapshot.Result, error) {
+	take := func(_ context.Context, trigger string, _ *snapshot.ChangeJournal) (*snapshot.Result, error) {
 		started <- trigger
 		if trigger == "on-demand" {
 			<-release

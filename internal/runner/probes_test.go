@@ -12,9 +12,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/lease"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/snapshot"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // Issue 31, item 5: a peer on the port reads the probes; they said the
@@ -82,13 +84,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // test lets it: a journal whose open takes as long as the test wants.
 type heldOpen struct {
 	release chan struct{}
-	home    string
-	opened  atomic.Pointer[snapshot.Journal]
+	home    *homefs.Home
+	opened  atomic.Pointer[snapshot.ChangeJournal]
 }
 
 func holdOpen(t *testing.T) *heldOpen {
 	t.Helper()
-	h := &heldOpen{release: make(chan struct{}), home: t.TempDir()}
+	h := &heldOpen{release: make(chan struct{}), home: testhome.Open(t, t.TempDir())}
 	t.Cleanup(func() {
 		select {
 		case <-h.release:
@@ -99,13 +101,13 @@ func holdOpen(t *testing.T) *heldOpen {
 	return h
 }
 
-func (h *heldOpen) open() (*snapshot.Journal, error) {
+func (h *heldOpen) open() (*snapshot.ChangeJournal, error) {
 	<-h.release
 	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
 	if err != nil {
 		return nil, err
 	}
-	j, err := snapshot.OpenJournal(h.home, sel, 0)
+	j, err := snapshot.OpenChangeJournal(h.home, sel, 0)
 	if err == nil {
 		h.opened.Store(j)
 	}

@@ -39,14 +39,14 @@ type Options struct {
 	// trigger says why (repo.Trigger*), for its record; j is the change
 	// journal, nil while it opens or when there is none (the snapshot
 	// walks the whole home).
-	Take     func(ctx context.Context, trigger string, j *snapshot.Journal) (*snapshot.Result, error)
+	Take     func(ctx context.Context, trigger string, j *snapshot.ChangeJournal) (*snapshot.Result, error)
 	Interval time.Duration
 	// OpenJournal, when set, opens the change journal. It runs beside the
 	// snapshots, which walk until it returns: listing every directory of a
 	// large home takes half a minute cold, and must hold back neither the
 	// port's probes nor a snapshot, the final one included. Tests slow it
 	// down to show that. The runner closes what it returns.
-	OpenJournal func() (*snapshot.Journal, error)
+	OpenJournal func() (*snapshot.ChangeJournal, error)
 	// DemandSpacing is the least time between two snapshots asked for
 	// with Demand (POST /snapshot); 0 means none.
 	DemandSpacing time.Duration
@@ -103,7 +103,7 @@ type Runner struct {
 	leaseErr    error // why the lease is not held; nil when held or unused
 	behind      error // a snapshot found the home behind the store: this runner writes no more
 
-	journal        *snapshot.Journal // nil until open
+	journal        *snapshot.ChangeJournal // nil until open
 	journalOpening bool
 	stopped        bool // Run returned: a journal opened now is closed
 }

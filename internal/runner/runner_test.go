@@ -73,10 +73,10 @@ type takes struct {
 
 	mu       sync.Mutex
 	triggers []string
-	journals []*snapshot.Journal // what each was given
+	journals []*snapshot.ChangeJournal // what each was given
 }
 
-func (tk *takes) take(ctx context.Context, trigger string, j *snapshot.Journal) (*snapshot.Result, error) {
+func (tk *takes) take(ctx context.Context, trigger string, j *snapshot.ChangeJournal) (*snapshot.Result, error) {
 	tk.mu.Lock()
 	tk.triggers = append(tk.triggers, trigger)
 	tk.journals = append(tk.journals, j)
@@ -220,7 +220,7 @@ func TestFinalSnapshotWaitsForJenkinsToStop(t *testing.T) {
 	clock := newFakeClock()
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
-		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			sawStopped.Store(stopped.Load())
 			return &snapshot.Result{}, nil
 		},
@@ -275,7 +275,7 @@ func TestFinalSnapshotWaitsForAQuietHome(t *testing.T) {
 	var at time.Time
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
-		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			at = clock.Now()
 			return &snapshot.Result{}, nil
 		},

@@ -32,7 +32,7 @@ func TestFirstSnapshotWaitsForJenkins(t *testing.T) {
 	clock := newFakeClock()
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(), Clock: clock,
-		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			taken <- up.Load()
 			return &snapshot.Result{}, nil
 		},
@@ -82,7 +82,7 @@ func TestNoSnapshotWhenJenkinsNeverStarted(t *testing.T) {
 	var calls atomic.Int32
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.Nop(),
-		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			calls.Add(1)
 			return &snapshot.Result{}, nil
 		},
@@ -111,7 +111,7 @@ func TestWaitURLsAreLoggedWithoutCredentials(t *testing.T) {
 	host := strings.TrimPrefix(jenkins.URL, "http://")
 	r := New(Options{
 		Interval: time.Hour, Log: zerolog.New(&logged),
-		Take: func(context.Context, string, *snapshot.Journal) (*snapshot.Result, error) {
+		Take: func(context.Context, string, *snapshot.ChangeJournal) (*snapshot.Result, error) {
 			taken <- true
 			return &snapshot.Result{}, nil
 		},

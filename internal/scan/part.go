@@ -20,21 +20,19 @@ import (
 // Subtrees walks parts of a home, as Walk would walk them, with one open
 // home and one set of prefetching workers for all of them.
 type Subtrees struct {
-	w    *walker
-	root homefs.Dir
-	wg   sync.WaitGroup
+	w  *walker
+	wg sync.WaitGroup
 }
 
 // OpenSubtrees prepares walks below directories of home; Close ends them.
-func OpenSubtrees(ctx context.Context, home string, sel *selector.Selector, skipped Skipped) (*Subtrees, error) {
+func OpenSubtrees(ctx context.Context, home *homefs.Home, sel *selector.Selector, skipped Skipped) (*Subtrees, error) {
 	if skipped == nil {
 		skipped = func(string, string) {}
 	}
-	root, err := homefs.Open(home)
-	if err != nil {
-		return nil, fmt.Errorf("open home %s: %w", home, errors.Unwrap(err))
+	if err := exists(home); err != nil {
+		return nil, err
 	}
-	s := &Subtrees{root: root, w: &walker{ctx: ctx, home: home, root: root.Fd(), sel: sel, skipped: skipped}}
+	s := &Subtrees{w: &walker{ctx: ctx, home: home.Path, root: home.Dir.Fd(), sel: sel, skipped: skipped}}
 	s.w.cond = sync.NewCond(&s.w.mu)
 	for range prefetchWorkers {
 		s.wg.Add(1)
@@ -66,14 +64,14 @@ func (s *Subtrees) Below(rel string, selected bool, fn func(*archive.Entry) erro
 	return w.dir(l, rel, selected)
 }
 
-// Close stops the workers and closes the home.
+// Close stops the workers (the home stays open: it is the caller's).
 func (s *Subtrees) Close() error {
 	s.w.mu.Lock()
 	s.w.stop = true
 	s.w.cond.Broadcast()
 	s.w.mu.Unlock()
 	s.wg.Wait()
-	return s.root.Close()
+	return nil
 }
 
 // Lstat returns the entry Walk would make of rel, and its raw metadata,

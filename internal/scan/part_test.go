@@ -15,6 +15,7 @@ import (
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // Below a directory, Subtrees reports what Walk reports below it, entry for
@@ -27,7 +28,7 @@ func TestSubtreesBelowIsWalkBelowADirectory(t *testing.T) {
 	for _, spec := range []selector.Spec{{Preset: "jenkins"}, {Preset: "none", Include: []string{"jobs/*/config.xml", "jobs/**/builds/*/build.xml"}}} {
 		sel, _ := selector.New(spec)
 		all := walk(t, home, sel)
-		trees, err := OpenSubtrees(context.Background(), home, sel, nil)
+		trees, err := OpenSubtrees(context.Background(), testhome.Open(t, home), sel, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,21 +39,30 @@ const (
 	prefetchBudget = 50000
 )
 
+// exists refuses a home that was not opened (nil, or homefs.Missing).
+func exists(home *homefs.Home) error {
+	switch {
+	case home == nil:
+		return errors.New("scan: no home")
+	case !home.Exists():
+		return fmt.Errorf("open home %s: %w", home.Path, unix.ENOENT)
+	}
+	return nil
+}
+
 // Walk calls fn for every selected path below home, parents first, in
 // archive.ComparePaths order. Directories that are not selected themselves
 // but lead to selected paths are reported with Implied set, just before
 // their first selected descendant. Paths that vanish during the walk are
 // skipped; any other error names the path and stops the walk.
-func Walk(ctx context.Context, home string, sel *selector.Selector, skipped Skipped, fn func(*archive.Entry) error) error {
+func Walk(ctx context.Context, home *homefs.Home, sel *selector.Selector, skipped Skipped, fn func(*archive.Entry) error) error {
 	if skipped == nil {
 		skipped = func(string, string) {}
 	}
-	root, err := homefs.Open(home)
-	if err != nil {
-		return fmt.Errorf("open home %s: %w", home, errors.Unwrap(err))
+	if err := exists(home); err != nil {
+		return err
 	}
-	defer root.Close()
-	w := &walker{ctx: ctx, home: home, root: root.Fd(), sel: sel, skipped: skipped, fn: fn}
+	w := &walker{ctx: ctx, home: home.Path, root: home.Dir.Fd(), sel: sel, skipped: skipped, fn: fn}
 	w.cond = sync.NewCond(&w.mu)
 	var wg sync.WaitGroup
 	for range prefetchWorkers {
@@ -168,23 +177,21 @@ func (w *walker) await(t *dirTask) *listing {
 
 // list reads a directory and stats its children. The directory is opened
 // from the home's descriptor with no symlink anywhere on the path, so a
-// directory swapped for a link mid-walk is never followed.
+// directory swapped for a link mid-walk is never followed. The home
+// itself is opened again too: its descriptor is shared (by every walk of
+// a command), and so would be its directory offset.
 func (w *walker) list(t *dirTask) *listing {
 	l := &listing{rel: t.rel}
-	fd := w.root
-	if t.rel != "" {
-		var err error
-		fd, err = homefs.Dir(w.root).OpenRaw(t.rel, unix.O_RDONLY|unix.O_DIRECTORY)
-		switch {
-		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
-			l.vanished = true
-			return l
-		case err != nil:
-			l.err = fmt.Errorf("open directory %s: %w", filepath.Join(w.home, t.rel), err)
-			return l
-		}
-		defer unix.Close(fd)
+	fd, err := homefs.Dir(w.root).OpenRaw(t.rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+		l.vanished = true
+		return l
+	case err != nil:
+		l.err = fmt.Errorf("open directory %s: %w", filepath.Join(w.home, t.rel), err)
+		return l
 	}
+	defer unix.Close(fd)
 	names, err := readNames(fd)
 	if errors.Is(err, unix.ENOENT) {
 		l.vanished = true

@@ -8,6 +8,7 @@ import (
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // BenchmarkWalk walks the jenkins selection of a generated small home
@@ -20,6 +21,7 @@ func BenchmarkWalk(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	h := testhome.Open(b, home)
 	for _, preset := range []string{"jenkins", "all"} {
 		b.Run("preset="+preset, func(b *testing.B) {
 			sel, err := selector.New(selector.Spec{Preset: preset})
@@ -30,7 +32,7 @@ func BenchmarkWalk(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n = 0
-				err := scan.Walk(context.Background(), home, sel, nil, func(*archive.Entry) error {
+				err := scan.Walk(context.Background(), h, sel, nil, func(*archive.Entry) error {
 					n++
 					return nil
 				})

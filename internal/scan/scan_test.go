@@ -12,7 +12,9 @@ import (
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/gen"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // reference lists the selected paths the simple way: a full walk, filtered
@@ -34,6 +36,10 @@ func reference(t *testing.T, home string, sel *selector.Selector) []string {
 }
 
 func walk(t *testing.T, home string, sel *selector.Selector) []*archive.Entry {
+	return walkHome(t, testhome.Open(t, home), sel)
+}
+
+func walkHome(t *testing.T, home *homefs.Home, sel *selector.Selector) []*archive.Entry {
 	var got []*archive.Entry
 	if err := Walk(context.Background(), home, sel, nil, func(e *archive.Entry) error {
 		got = append(got, e)
@@ -42,6 +48,25 @@ func walk(t *testing.T, home string, sel *selector.Selector) []*archive.Entry {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestWalksOfOneHomeSeeTheSame: a command opens its home once and walks
+// it again and again (a sidecar, for as long as it runs); every walk sees
+// the whole selection, not only the first.
+func TestWalksOfOneHomeSeeTheSame(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "home")
+	if _, err := gen.Generate(path, gen.Options{Preset: "small", Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := selector.New(selector.Spec{Preset: "jenkins"})
+	home := testhome.Open(t, path)
+	first := walkHome(t, home, sel)
+	if len(first) == 0 {
+		t.Fatal("the first walk found nothing")
+	}
+	if again := walkHome(t, home, sel); len(again) != len(first) {
+		t.Fatalf("the second walk of the same home found %d paths, the first %d", len(again), len(first))
+	}
 }
 
 func TestWalkReportsTheSelectionInOrder(t *testing.T) {

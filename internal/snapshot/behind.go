@@ -46,5 +46,5 @@ func checkBehind(o *Options, head *repo.Head) error {
 		head.Seq <= mark.Seq || head.Snapshot == mark.Snapshot || head.Snapshot == mark.Pending {
 		return nil
 	}
-	return &BehindError{Home: o.Home, Head: head.Snapshot, HeadSeq: head.Seq, Mark: mark.Snapshot, MarkSeq: mark.Seq}
+	return &BehindError{Home: o.Home.Path, Head: head.Snapshot, HeadSeq: head.Seq, Mark: mark.Snapshot, MarkSeq: mark.Seq}
 }

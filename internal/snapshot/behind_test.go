@@ -28,7 +28,7 @@ func TestSnapshotRefusesAHomeBehindTheHead(t *testing.T) {
 	testhome.Change(t, second) // Jenkins on the second runs too
 
 	take := func(home string, set func(*snapshot.Options)) (*snapshot.Result, error) {
-		o := snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}
+		o := snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}
 		if set != nil {
 			set(&o)
 		}
@@ -75,31 +75,31 @@ func TestSnapshotsOfTheWriterAreNeverBehind(t *testing.T) {
 func TestSidecarKilledBeforeMarkingGoesOn(t *testing.T) {
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	snaptest.Snap(t, home, st)
-	before, err := homemark.Read(home)
+	before, err := homemark.Read(testhome.Open(t, home))
 	if err != nil || before == nil {
 		t.Fatalf("no mark after a snapshot: %v", err)
 	}
 	testhome.Change(t, home)
 	killed := snaptest.Snap(t, home, st)
-	if m, err := homemark.Read(home); err != nil || m.Pending != "" || m.Snapshot != killed.ID {
+	if m, err := homemark.Read(testhome.Open(t, home)); err != nil || m.Pending != "" || m.Snapshot != killed.ID {
 		t.Fatalf("the mark after the commit: %+v %v, want %s and nothing pending", m, err, killed.ID)
 	}
 	// The mark as the killed process left it: the earlier one, the commit pending.
 	before.Pending = killed.ID
-	if err := homemark.Write(home, before); err != nil {
+	if err := homemark.Write(testhome.Open(t, home), before); err != nil {
 		t.Fatal(err)
 	}
 	testhome.Change(t, home)
-	if res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}); err != nil || res.Parent != killed.ID {
+	if res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}); err != nil || res.Parent != killed.ID {
 		t.Fatalf("after a kill between the head and the mark: %+v, %v; want a snapshot on top of %s", res, err, killed.ID)
 	}
 	// Without the pending commit, the same home is behind.
 	before.Pending = ""
-	if err := homemark.Write(home, before); err != nil {
+	if err := homemark.Write(testhome.Open(t, home), before); err != nil {
 		t.Fatal(err)
 	}
 	testhome.Change(t, home)
-	if _, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}); !errors.Is(err, snapshot.ErrBehind) {
+	if _, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()}); !errors.Is(err, snapshot.ErrBehind) {
 		t.Fatalf("a mark two commits behind, nothing pending: %v, want ErrBehind", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // fullStore fails writes of keys matching full with ENOSPC, like a store
@@ -55,7 +56,7 @@ func TestStoreFullAtCommitRemovesWhatTheSnapshotWrote(t *testing.T) {
 			before := snaptest.Keys(t, base)
 			snaptest.WriteRandomFile(t, home, "jobs/test/builds/9/log", 1<<20)
 			full := &fullStore{Store: base, full: full}
-			_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: full, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()})
+			_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: full, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()})
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("snapshot into a full store: %v, want ENOSPC", err)
 			}
@@ -79,11 +80,11 @@ func TestLostRaceRemovesTheDiscardedSnapshot(t *testing.T) {
 	other := t.TempDir()
 	snaptest.WriteRandomFile(t, other, "jobs/x/config.xml", 10)
 	racing := &raceStore{Store: st, before: func() { // another writer commits first
-		if _, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: other, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), AllowShrink: true}); err != nil {
+		if _, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, other), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), AllowShrink: true}); err != nil {
 			t.Error(err)
 		}
 	}}
-	_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: racing, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()})
+	_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: racing, Selector: snaptest.Jenkins(t), Log: zerolog.Nop()})
 	if err == nil || !strings.Contains(err.Error(), "another writer") {
 		t.Fatalf("lost race: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/homemark"
 	"github.com/homesnap/homesnap/internal/restore"
 	"github.com/homesnap/homesnap/internal/store"
@@ -19,8 +20,15 @@ import (
 // for comparing with what was snapshotted. (A restore into a home with
 // data needs Force; what it displaces stays in the home.)
 func restoreInto(home string, st store.Store, id string) error {
-	_, err := restore.Restore(context.Background(), restore.Options{Home: home, Store: st, Snapshot: id, Force: true, Log: zerolog.Nop()})
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	h, err := homefs.OpenHome(home)
 	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if _, err := restore.Restore(context.Background(), restore.Options{Home: h, Store: st, Snapshot: id, Force: true, Log: zerolog.Nop()}); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(home, homemark.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

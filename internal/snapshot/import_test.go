@@ -19,6 +19,7 @@ import (
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 func operatorSelection(t *testing.T) *selector.Selector {
@@ -60,7 +61,7 @@ func TestImportAddsParentsAndSkipsWhatTheOperatorLeavesOut(t *testing.T) {
 		t.Errorf("skipped %d (want 2: the top-level config.xml and the workspace file; first %q), files %d (want 3)", res.Skipped, res.FirstSkip, res.Totals.Files)
 	}
 	home := filepath.Join(t.TempDir(), "home")
-	if _, err := restore.Restore(context.Background(), restore.Options{Home: home, Store: st, Log: zerolog.Nop()}); err != nil {
+	if _, err := restore.Restore(context.Background(), restore.Options{Home: testhome.Open(t, home), Store: st, Log: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
 	for rel, want := range map[string]bool{

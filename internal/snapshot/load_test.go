@@ -15,6 +15,7 @@ import (
 
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // Loaders read jobs ahead in parallel, so the first job may finish loading
@@ -71,7 +72,7 @@ func TestSlowFirstJobNeitherStallsNorReordersTheArchive(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Jobs: 2})
+		_, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Jobs: 2})
 		done <- err
 	}()
 	select {

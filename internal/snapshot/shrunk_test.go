@@ -14,6 +14,7 @@ import (
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // A home whose secrets/ was wiped (a controller that started without its
@@ -24,7 +25,7 @@ func TestShrunkHomeDoesNotReplaceTheHead(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(home, "secrets")); err != nil {
 		t.Fatal(err)
 	}
-	opts := snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Vital: []string{"secrets", "nodes"}}
+	opts := snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Vital: []string{"secrets", "nodes"}}
 	_, err := snapshot.Snapshot(context.Background(), opts)
 	if !errors.Is(err, snapshot.ErrShrunk) || !strings.Contains(err.Error(), "secrets/ vanished") {
 		t.Fatalf("got %v, want snapshot.ErrShrunk naming secrets/", err)

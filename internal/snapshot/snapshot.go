@@ -3,11 +3,9 @@ package snapshot
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -27,7 +25,9 @@ import (
 
 // Options configures one snapshot.
 type Options struct {
-	Home     string
+	// Home is the home the command opened (see homefs.Home); a snapshot
+	// reads it only beneath that descriptor, and never closes it.
+	Home     *homefs.Home
 	Store    store.Store
 	Selector *selector.Selector
 	Jobs     int           // parallel file readers and compressors; 0 means GOMAXPROCS
@@ -59,9 +59,9 @@ type Options struct {
 	// head from before (no Seq) is not trusted, so the snapshot reads
 	// nothing from it and is a full one.
 	Authenticated bool
-	// Journal, when set, lets the snapshot re-walk only what changed since
+	// ChangeJournal, when set, lets the snapshot re-walk only what changed since
 	// this process's previous snapshot (the sidecar's change journal).
-	Journal *Journal
+	ChangeJournal *ChangeJournal
 	// OwnCommitted is the snapshot this process committed last (the
 	// sidecar's): a head naming it is this home's, whatever its mark says.
 	OwnCommitted string
@@ -82,8 +82,8 @@ type Result struct {
 	Manifests []string
 	Stored    int64 // compressed archive bytes written
 	Elapsed   time.Duration
-	// Journal says how the snapshot used Options.Journal (nil without one).
-	Journal *JournalUse
+	// ChangeJournal says how the snapshot used Options.ChangeJournal (nil without one).
+	ChangeJournal *ChangeJournalUse
 	// LinkedLeftOut counts the hard-linked files of another owner a root
 	// sidecar left out (see linkGuard), each with a warning.
 	LinkedLeftOut int64
@@ -101,8 +101,11 @@ func Snapshot(ctx context.Context, o Options) (*Result, error) {
 // take takes one snapshot of what src gives, over the head.
 func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 	start := time.Now()
-	if err := homemark.Check(o.Home, false); err != nil {
-		return nil, err
+	if o.Home == nil {
+		return nil, homemark.ErrNoHome
+	}
+	if !o.Home.Exists() {
+		return nil, fmt.Errorf("home %s: %w", o.Home.Path, os.ErrNotExist)
 	}
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.GOMAXPROCS(0)
@@ -142,13 +145,13 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 			return nil, err
 		}
 	}
-	var jr *journalRun
-	if o.Journal != nil {
+	var jr *changeRun
+	if o.ChangeJournal != nil {
 		parentID := ""
 		if parent != nil {
 			parentID = s.parentID
 		}
-		jr, s.src = o.Journal.begin(&o, parentID, src)
+		jr, s.src = o.ChangeJournal.begin(&o, parentID, src)
 		defer func() {
 			committed := ""
 			if err == nil {
@@ -157,7 +160,7 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 					committed = res.Parent
 				}
 				if jr.use.Mode != "" {
-					res.Journal = &jr.use
+					res.ChangeJournal = &jr.use
 				}
 			}
 			jr.end(err, committed, s.marked == 0)
@@ -175,124 +178,11 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 		s.discard(ctx, err)
 		return res, err
 	}
-	if o.BeforeCommit != nil && !src.headTree() {
-		if err := o.BeforeCommit(ctx); err != nil {
-			s.discard(ctx, err)
-			return nil, err
-		}
-	}
-	rec := &repo.Record{
-		ID: s.id, Parent: s.parentID, Time: start.UTC(), Host: hostname(), Trigger: o.Trigger,
-		Entries: res.Totals.Entries, Files: res.Totals.Files, Bytes: res.Totals.Bytes,
-		NewEntries: res.Totals.New, NewBytes: res.Totals.NewBytes, Stored: res.Stored, Archives: res.Totals.Archives,
-	}
-	if s.base != "" {
-		below, ok := parent.DeltaLines(s.cut)
-		if !ok {
-			below = s.deltaLines // the parent's chain: at least as long
-		}
-		rec.Manifests, rec.DeltaLines = s.chain, below+res.Totals.Lines
-	}
-	if err := homemark.SetPending(o.Home, s.id); err != nil {
-		s.o.Log.Warn().Err(err).Msg("could not mark the home with the snapshot it commits")
-	}
-	if err := s.commit(ctx, rec, headVersion, start); err != nil {
+	if err := s.commitRun(ctx, res, parent, headVersion, start); err != nil {
 		return nil, err
 	}
-	s.markHome(s.id, start.UTC())
 	res.Elapsed = time.Since(start)
 	return res, nil
-}
-
-// markHome records in the home that it matched snapshot id when the walk
-// ran: anything changed since has a newer ctime than the walk saw, so a
-// restore can tell that the home is newer than the store. A source that
-// did not walk the home learned nothing about it: its snapshot holds the
-// parent's tree, so a mark naming the parent moves to id with the
-// fingerprint of the walk that made it. A home the sidecar cannot write
-// to stays unmarked (restore then treats its data as unknown).
-func (s *snapshotter) markHome(id string, at time.Time) {
-	var err error
-	switch {
-	case !s.src.headTree():
-		err = homemark.Write(s.o.Home, &homemark.Mark{Store: s.o.Store.String(), Snapshot: id, Time: at, Selection: s.o.Selector.Spec(), Print: s.print, Seq: s.seq + 1})
-	case id != s.parentID:
-		_, err = homemark.Carry(s.o.Home, s.parentID, id, at, s.seq+1)
-	}
-	if err != nil {
-		s.o.Log.Warn().Err(err).Msg("could not mark the home with its snapshot; a restore into it will have to be forced")
-	}
-}
-
-// writer commits what a snapshot or an import stored: the new snapshot's
-// ID and parent, the objects stored so far (removed again when it is not
-// committed), and the head it moves.
-type writer struct {
-	st         store.Store
-	log        zerolog.Logger
-	recipients []string // recorded in the head
-	id         string
-	parentID   string
-	seq        int64    // the parent's Seq
-	written    []string // keys stored so far, removed if the snapshot is not committed
-}
-
-// commit writes the snapshot's record, which must precede the head, and
-// moves the head to it; on failure what the snapshot stored is discarded.
-func (s *writer) commit(ctx context.Context, rec *repo.Record, headVersion store.Version, start time.Time) error {
-	rec.Seq = s.seq + 1
-	if err := repo.WriteRecord(ctx, s.st, rec); err != nil {
-		s.discard(ctx, err)
-		return err
-	}
-	s.written = append(s.written, repo.RecordKey(s.id))
-	return s.moveHead(ctx, headVersion, start)
-}
-
-// moveHead commits the snapshot. When the head cannot be moved, what the
-// snapshot stored is removed again, unless the head may already point at
-// it (an answer lost after the write was applied).
-func (s *writer) moveHead(ctx context.Context, headVersion store.Version, start time.Time) error {
-	st := s.st
-	data, _ := json.Marshal(repo.Head{Snapshot: s.id, Parent: s.parentID, Time: start.UTC(), Recipients: s.recipients, Seq: s.seq + 1})
-	_, err := store.CompareAndSwap(ctx, st, repo.HeadKey, data, headVersion)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrPrecondition):
-		err = fmt.Errorf("another writer moved %s while snapshot %s was taken; this snapshot was discarded: make sure only one snapshot process writes to this store", repo.Name(st, repo.HeadKey), s.id)
-		s.discard(ctx, err)
-		return err
-	}
-	err = fmt.Errorf("move head to snapshot %s: %w", s.id, err)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
-	defer cancel()
-	if head, _, lerr := repo.LoadHead(cctx, st); lerr == nil && head != nil && head.Snapshot == s.id {
-		return nil // the write was applied; only its answer was lost
-	} else if lerr == nil {
-		s.discard(ctx, err)
-	}
-	return err
-}
-
-// discardTimeout bounds the clean-up after a failed snapshot, so that it
-// cannot eat the final snapshot's SIGTERM grace or outlast --timeout much.
-const discardTimeout = 3 * time.Second
-
-// discard removes, best effort and bounded, the objects an uncommitted
-// snapshot stored (a full store rejecting the manifest or the head must
-// not keep the archive that filled it); prune collects what remains.
-func (s *writer) discard(ctx context.Context, why error) {
-	if len(s.written) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
-	defer cancel()
-	if err := s.st.Delete(ctx, s.written...); err != nil {
-		s.log.Warn().Err(err).Strs("keys", s.written).Msg("could not remove the objects of the discarded snapshot; prune will")
-		return
-	}
-	s.log.Info().Str("snapshot", s.id).AnErr("cause", why).Strs("keys", s.written).Msg("removed the objects of the snapshot that was not committed")
 }
 
 // snapshotter runs the pipeline of one snapshot:
@@ -364,10 +254,7 @@ type counts struct {
 
 func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Result, error) {
 	var err error
-	if s.home, err = homefs.Open(s.o.Home); err != nil {
-		return nil, err
-	}
-	defer s.home.Close()
+	s.home = s.o.Home.Dir
 	if s.links, err = newLinkGuard(s.home); err != nil {
 		return nil, err
 	}
@@ -440,7 +327,7 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 		res.Manifests = []string{s.id}
 	}
 	if cnt.seen == 0 && !s.o.Force {
-		err := fmt.Errorf("%w: nothing under %s matches the selection (preset %q): is it the Jenkins home? Refusing to record an empty snapshot, which a restore would apply by deleting", ErrEmpty, s.o.Home, s.o.Selector.Spec().Preset)
+		err := fmt.Errorf("%w: nothing under %s matches the selection (preset %q): is it the Jenkins home? Refusing to record an empty snapshot, which a restore would apply by deleting", ErrEmpty, s.o.Home.Path, s.o.Selector.Spec().Preset)
 		manifest.Abort(err)
 		return nil, archiveUp.Abort(err)
 	}
@@ -613,7 +500,7 @@ func (s *snapshotter) writeFile(fw *archive.FrameWriter, j *job, it *item, buf [
 // keeps the parent's version, marked to be read again, when it has one.
 func (s *snapshotter) openItem(it *item) (*regularFile, error) {
 	e := it.e
-	path := filepath.Join(s.o.Home, filepath.FromSlash(e.Path))
+	path := s.o.Home.Join(e.Path)
 	if beforeOpen != nil {
 		beforeOpen(path)
 	}

@@ -61,7 +61,7 @@ func Snap(t testing.TB, home string, st store.Store) *snapshot.Result {
 // SnapWith is Snap with a bound on the manifest chain (0: the default).
 func SnapWith(t testing.TB, home string, st store.Store, maxChain int) *snapshot.Result {
 	t.Helper()
-	res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: Jenkins(t), Log: zerolog.Nop(), MaxManifestChain: maxChain})
+	res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: Jenkins(t), Log: zerolog.Nop(), MaxManifestChain: maxChain})
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}

@@ -11,13 +11,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/journal"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/selector"
 )
 
-// Journal lets a long-lived process's snapshots stat and read only what
+// ChangeJournal lets a long-lived process's snapshots stat and read only what
 // changed since its previous snapshot (internal/journal), and reuse the
 // rest of the parent's manifest. Its changes apply only to the snapshot
 // the previous one of this process committed (or found unchanged): any
@@ -28,7 +29,7 @@ import (
 // streamed once for both the rescan and the merge with the parent: memory
 // holds only the entries between the two (what the rescan skips or
 // replaces), not the home's.
-type Journal struct {
+type ChangeJournal struct {
 	j           *journal.Journal
 	verifyEvery time.Duration
 
@@ -38,27 +39,27 @@ type Journal struct {
 	lastVerify time.Time // of the last full walk
 }
 
-// OpenJournal starts following home's selection. verifyEvery spaces the
+// OpenChangeJournal starts following home's selection. verifyEvery spaces the
 // full walks that check the journal (0: never).
-func OpenJournal(home string, sel *selector.Selector, verifyEvery time.Duration) (*Journal, error) {
+func OpenChangeJournal(home *homefs.Home, sel *selector.Selector, verifyEvery time.Duration) (*ChangeJournal, error) {
 	j, err := journal.Open(home, sel)
 	if err != nil {
 		return nil, err
 	}
-	return &Journal{j: j, verifyEvery: verifyEvery, lastVerify: time.Now()}, nil
+	return &ChangeJournal{j: j, verifyEvery: verifyEvery, lastVerify: time.Now()}, nil
 }
 
 // Watches is the number of inotify watches the journal holds.
-func (f *Journal) Watches() int {
+func (f *ChangeJournal) Watches() int {
 	st := f.j.Stats()
 	return st.DirWatches + st.FileWatches
 }
 
 // Close stops following the home.
-func (f *Journal) Close() error { return f.j.Close() }
+func (f *ChangeJournal) Close() error { return f.j.Close() }
 
-// JournalUse says how a snapshot used the journal (Result.Journal).
-type JournalUse struct {
+// ChangeJournalUse says how a snapshot used the journal (Result.ChangeJournal).
+type ChangeJournalUse struct {
 	// Mode is "journal" (only the changes were re-walked), "walk" (a full
 	// walk: Fallback says why) or "verify" (the scheduled verification
 	// walk, compared with what the journal gave).
@@ -73,10 +74,10 @@ type JournalUse struct {
 // maxDifferencesLogged bounds the lines a verification logs.
 const maxDifferencesLogged = 20
 
-// journalRun is one snapshot's use of the journal.
-type journalRun struct {
-	f      *Journal
-	use    JournalUse
+// changeRun is one snapshot's use of the journal.
+type changeRun struct {
+	f      *ChangeJournal
+	use    ChangeJournalUse
 	parent string
 	// unchanged: nothing changed since the parent, which has nothing
 	// to read again: the snapshot need not read anything.
@@ -86,8 +87,8 @@ type journalRun struct {
 // begin takes the journal's changes for a snapshot over parent (empty:
 // none is read) and returns the source to record. A headTree source
 // takes nothing: it moves the base along when it rewrites the base.
-func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, source) {
-	r := &journalRun{f: f, parent: parent}
+func (f *ChangeJournal) begin(o *Options, parent string, src source) (*changeRun, source) {
+	r := &changeRun{f: f, parent: parent}
 	if src.headTree() {
 		return r, src
 	}
@@ -104,15 +105,15 @@ func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, sou
 	var full *journal.FullWalkError
 	switch {
 	case errors.As(err, &full):
-		r.use = JournalUse{Mode: "walk", Fallback: string(full.Reason)}
+		r.use = ChangeJournalUse{Mode: "walk", Fallback: string(full.Reason)}
 		o.Log.Info().Str("reason", string(full.Reason)).Msg("full walk: " + full.Error())
 		return r, src
 	case err != nil: // not one of Take's answers: treated as untrusted
-		r.use = JournalUse{Mode: "walk", Fallback: string(journal.ReasonUnknown)}
+		r.use = ChangeJournalUse{Mode: "walk", Fallback: string(journal.ReasonUnknown)}
 		o.Log.Info().Err(err).Str("reason", r.use.Fallback).Msg("full walk: the change journal failed")
 		return r, src
 	case parent == "" || parent != base:
-		r.use = JournalUse{Mode: "walk", Fallback: "parent"}
+		r.use = ChangeJournalUse{Mode: "walk", Fallback: "parent"}
 		o.Log.Info().Str("reason", "parent").Str("parent", parent).Str("journal_base", base).
 			Msg("full walk: the head is not the snapshot the change journal follows (another writer, a restart or a failed snapshot)")
 		return r, src
@@ -139,7 +140,7 @@ func (f *Journal) begin(o *Options, parent string, src source) (*journalRun, sou
 // own ID, or the parent when nothing changed), clean that it marked no
 // entry to be read again; on failure the changes taken were not applied,
 // so the next snapshot walks fully.
-func (r *journalRun) end(err error, committed string, clean bool) {
+func (r *changeRun) end(err error, committed string, clean bool) {
 	f := r.f
 	r.use.Watches = f.Watches()
 	f.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 func jenkinsAllows(tb testing.TB) func(string) bool {
@@ -24,30 +25,30 @@ func jenkinsAllows(tb testing.TB) func(string) bool {
 	return func(rel string) bool { return sel.Selected(rel) || sel.Enter(rel) }
 }
 
-// TestJournalParserRefusesWhatACommitNeverWrites: a journal is acted on
+// TestCommitLogParserRefusesWhatACommitNeverWrites: a commit log is acted on
 // only if every line is one a commit writes, on a path a manifest could
 // hold and the selection reaches.
-func TestJournalParserRefusesWhatACommitNeverWrites(t *testing.T) {
+func TestCommitLogParserRefusesWhatACommitNeverWrites(t *testing.T) {
 	allowed := jenkinsAllows(t)
 	good := "homesnap-journal 1 \".homesnap-displaced-x-1\"\n" +
 		"D \"jobs/a\"\nI \"jobs/a\"\nM \"jobs\" 1000 1000 493 1 2\n"
-	j, err := parseJournal([]byte(good), allowed)
+	j, err := parseCommitLog([]byte(good), allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &journalFile{displaced: ".homesnap-displaced-x-1", steps: []journalStep{
+	want := &parsedLog{displaced: ".homesnap-displaced-x-1", steps: []logStep{
 		{kind: 'D', rel: "jobs/a"}, {kind: 'I', rel: "jobs/a"},
 		{kind: 'M', rel: "jobs", uid: 1000, gid: 1000, mode: 0o755, atime: 1, mtime: 2},
 	}}
 	if !reflect.DeepEqual(j, want) {
 		t.Fatalf("parsed %+v, want %+v", j, want)
 	}
-	// Killed between creating the journal and writing its header: no step ran.
-	if j, err := parseJournal(nil, allowed); err != nil || len(j.steps) != 0 || j.displaced != "" {
+	// Killed between creating the commit log and writing its header: no step ran.
+	if j, err := parseCommitLog(nil, allowed); err != nil || len(j.steps) != 0 || j.displaced != "" {
 		t.Errorf("empty journal: %v, %+v", err, j)
 	}
 	// The kill cut the last line short: that step never ran.
-	if j, err := parseJournal([]byte(good+`M "jobs/b" 10`), allowed); err != nil || len(j.steps) != 3 {
+	if j, err := parseCommitLog([]byte(good+`M "jobs/b" 10`), allowed); err != nil || len(j.steps) != 3 {
 		t.Errorf("cut last line: %v, %+v", err, j)
 	}
 	for name, journal := range map[string]string{
@@ -71,7 +72,7 @@ func TestJournalParserRefusesWhatACommitNeverWrites(t *testing.T) {
 		"garbage mid-file":         "homesnap-journal 1 -\nD \"jobs\"\n\x00\x01\nD \"nodes\"\n",
 		"NUL in path":              "homesnap-journal 1 -\nD \"jobs/\\x00\"\n",
 	} {
-		if j, err := parseJournal([]byte(journal), allowed); err == nil {
+		if j, err := parseCommitLog([]byte(journal), allowed); err == nil {
 			t.Errorf("%s: accepted: %+v", name, j)
 		}
 	}
@@ -87,7 +88,7 @@ func FuzzJournalParse(f *testing.F) {
 	f.Add([]byte("homesnap-journal 1 -\nI \"jobs/\\u00e9\\\"q\"\n"))
 	allowed := jenkinsAllows(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		j, err := parseJournal(data, allowed)
+		j, err := parseCommitLog(data, allowed)
 		if err != nil {
 			return
 		}
@@ -105,7 +106,7 @@ func FuzzJournalParse(f *testing.F) {
 			}
 			b.WriteString(s.String() + "\n")
 		}
-		again, err := parseJournal([]byte(b.String()), allowed)
+		again, err := parseCommitLog([]byte(b.String()), allowed)
 		if err != nil || !reflect.DeepEqual(again.steps, j.steps) {
 			t.Fatalf("written back, %+v parses as %+v (%v)", j.steps, again, err)
 		}
@@ -155,7 +156,7 @@ func quarantined(t *testing.T, home string) string {
 }
 
 // TestForeignRestoreStateIsSetAside: staging directories this restore did
-// not make (another uid's, accessible to others, a symlink, a journal that
+// not make (another uid's, accessible to others, a symlink, a commit log that
 // is a symlink or not a commit's) are renamed to a quarantine directory,
 // whole, and never replayed.
 func TestForeignRestoreStateIsSetAside(t *testing.T) {
@@ -188,7 +189,7 @@ func TestForeignRestoreStateIsSetAside(t *testing.T) {
 			home := t.TempDir()
 			snaptest.Write(t, home, "jobs/a/config.xml", "<a/>")
 			plant(home)
-			if err := RecoverInterrupted(home, zerolog.Nop()); err != nil {
+			if err := RecoverInterrupted(testhome.Open(t, home), zerolog.Nop()); err != nil {
 				t.Fatal(err)
 			}
 			if m, uid := mode(t, secret); m != 0o600 || uid != 0 {
@@ -209,10 +210,10 @@ func TestForeignRestoreStateIsSetAside(t *testing.T) {
 	}
 }
 
-// TestOwnJournalActsOnlyBeneathTheHome: a journal that passes as the
+// TestOwnCommitLogActsOnlyBeneathTheHome: a commit log that passes as the
 // restore's own (as it does when the restore runs as the home writer's
 // uid) still cannot follow a symlink, replace a path or set setuid.
-func TestOwnJournalActsOnlyBeneathTheHome(t *testing.T) {
+func TestOwnCommitLogActsOnlyBeneathTheHome(t *testing.T) {
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret")
 	if err := os.WriteFile(secret, []byte("root only"), 0o600); err != nil {
@@ -225,9 +226,9 @@ func TestOwnJournalActsOnlyBeneathTheHome(t *testing.T) {
 	}
 	uid := os.Geteuid()
 
-	// Setuid and setgid are dropped from the mode a journal restores.
+	// Setuid and setgid are dropped from the mode a commit log restores.
 	plantStage(t, home, stagePrefix+"a", "homesnap-journal 1 -\nM \"jobs/a/run.sh\" 0 0 3565 0 0\n", uid)
-	if err := RecoverInterrupted(home, zerolog.Nop()); err != nil {
+	if err := RecoverInterrupted(testhome.Open(t, home), zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := mode(t, filepath.Join(home, "jobs/a/run.sh")); m != 0o755 {
@@ -237,7 +238,7 @@ func TestOwnJournalActsOnlyBeneathTheHome(t *testing.T) {
 
 	// Through a symlink: refused, nothing outside changes, nothing removed.
 	stage := plantStage(t, home, stagePrefix+"b", "homesnap-journal 1 -\nM \"jobs/link/secret\" 0 0 511 0 0\n", uid)
-	err := RecoverInterrupted(home, zerolog.Nop())
+	err := RecoverInterrupted(testhome.Open(t, home), zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), "jobs/link/secret") {
 		t.Errorf("a step through a symlink: %v", err)
 	}
@@ -251,7 +252,7 @@ func TestOwnJournalActsOnlyBeneathTheHome(t *testing.T) {
 
 	// A step on a symlink itself gives it its times, and its target no mode.
 	plantStage(t, home, stagePrefix+"d", "homesnap-journal 1 -\nM \"jobs/link\" 0 0 511 0 0\n", uid)
-	if err := RecoverInterrupted(home, zerolog.Nop()); err != nil {
+	if err := RecoverInterrupted(testhome.Open(t, home), zerolog.Nop()); err != nil {
 		t.Errorf("a step on a symlink: %v", err)
 	}
 	if fi, err := os.Stat(outside); err != nil || fi.Mode().Perm() == 0o777 {
@@ -266,7 +267,7 @@ func TestOwnJournalActsOnlyBeneathTheHome(t *testing.T) {
 	disp := displacedPrefix + "x-1"
 	snaptest.Write(t, home, disp+"/jobs/a/run.sh", "planted")
 	stage = plantStage(t, home, stagePrefix+"c", "homesnap-journal 1 \""+disp+"\"\nD \"jobs/a/run.sh\"\n", uid)
-	if err := RecoverInterrupted(home, zerolog.Nop()); err == nil {
+	if err := RecoverInterrupted(testhome.Open(t, home), zerolog.Nop()); err == nil {
 		t.Error("a displaced path replaced a home path without a word")
 	}
 	if got, _ := os.ReadFile(filepath.Join(home, "jobs/a/run.sh")); string(got) != "#!/bin/sh\n" {

@@ -1,4 +1,4 @@
-package cli
+package agents
 
 import (
 	"os"
@@ -7,14 +7,28 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/homesnap/homesnap/internal/homefs"
 )
+
+// openHome opens a test's home as a command does, closed at the end.
+func openHome(t *testing.T, path string) *homefs.Home {
+	t.Helper()
+	h, err := homefs.OpenHome(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
 
 func TestInstallMasterKeyMovesADifferentKeyAside(t *testing.T) {
 	home := t.TempDir()
 	secrets := filepath.Join(home, "secrets")
 	os.Mkdir(secrets, 0o700)
 	os.WriteFile(filepath.Join(secrets, "master.key"), []byte("old"), 0o644)
-	if err := installMasterKey(home, []byte("new"), zerolog.Nop()); err != nil {
+	h := openHome(t, home)
+	if err := InstallMasterKey(h, []byte("new"), zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(filepath.Join(secrets, "master.key"))
@@ -38,7 +52,7 @@ func TestInstallMasterKeyMovesADifferentKeyAside(t *testing.T) {
 		t.Fatalf("the old key was not kept: %q", got)
 	}
 	// The same key again: nothing to do, nothing moved.
-	if err := installMasterKey(home, []byte("new"), zerolog.Nop()); err != nil {
+	if err := InstallMasterKey(h, []byte("new"), zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	if entries2, _ := os.ReadDir(secrets); len(entries2) != len(entries) {
@@ -49,10 +63,10 @@ func TestInstallMasterKeyMovesADifferentKeyAside(t *testing.T) {
 func TestReadMasterKeyFileRefusesEmpty(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "k")
 	os.WriteFile(p, []byte(" \n"), 0o600)
-	if _, err := readMasterKeyFile(p); err == nil || !strings.Contains(err.Error(), "empty") {
+	if _, err := ReadMasterKeyFile(p); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := readMasterKeyFile(p + "-missing"); err == nil || !strings.Contains(err.Error(), "master key file") {
+	if _, err := ReadMasterKeyFile(p + "-missing"); err == nil || !strings.Contains(err.Error(), "master key file") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -21,21 +21,21 @@ import (
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
-func journalSnap(t *testing.T, home string, st store.Store, j *snapshot.Journal) *snapshot.Result {
+func journalSnap(t *testing.T, home string, st store.Store, j *snapshot.ChangeJournal) *snapshot.Result {
 	t.Helper()
-	res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j})
+	res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), ChangeJournal: j})
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	if res.Journal == nil {
+	if res.ChangeJournal == nil {
 		t.Fatal("the snapshot does not say how it used the journal")
 	}
 	return res
 }
 
-func openJournal(t *testing.T, home string, verifyEvery time.Duration) *snapshot.Journal {
+func openJournal(t *testing.T, home string, verifyEvery time.Duration) *snapshot.ChangeJournal {
 	t.Helper()
-	j, err := snapshot.OpenJournal(home, snaptest.Jenkins(t), verifyEvery)
+	j, err := snapshot.OpenChangeJournal(testhome.Open(t, home), snaptest.Jenkins(t), verifyEvery)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func openJournal(t *testing.T, home string, verifyEvery time.Duration) *snapshot
 func assertManifestIsWalk(t *testing.T, home string, st store.Store, id string) {
 	t.Helper()
 	var walked []*archive.Entry
-	if err := scan.Walk(context.Background(), home, snaptest.Jenkins(t), nil, func(e *archive.Entry) error {
+	if err := scan.Walk(context.Background(), testhome.Open(t, home), snaptest.Jenkins(t), nil, func(e *archive.Entry) error {
 		walked = append(walked, e)
 		return nil
 	}); err != nil {
@@ -108,10 +108,10 @@ func TestJournalSnapshotsEqualWalks(t *testing.T) {
 	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
 	j := openJournal(t, home, 0)
 	first := journalSnap(t, home, st, j)
-	if first.Journal.Mode != "walk" || first.Journal.Fallback != "started" {
-		t.Fatalf("first snapshot used the journal as %+v, want a full walk (started)", *first.Journal)
+	if first.ChangeJournal.Mode != "walk" || first.ChangeJournal.Fallback != "started" {
+		t.Fatalf("first snapshot used the journal as %+v, want a full walk (started)", *first.ChangeJournal)
 	}
-	if first.Journal.Watches == 0 {
+	if first.ChangeJournal.Watches == 0 {
 		t.Error("no watches counted")
 	}
 	last := first
@@ -119,8 +119,8 @@ func TestJournalSnapshotsEqualWalks(t *testing.T) {
 		churn(t, home, round)
 		want := snaptest.Selected(t, home)
 		res := journalSnap(t, home, st, j)
-		if res.Journal.Mode != "journal" || res.Unchanged || res.Parent != last.ID {
-			t.Fatalf("round %d: %+v (journal %+v), want a journal-driven snapshot over %s", round, res, *res.Journal, last.ID)
+		if res.ChangeJournal.Mode != "journal" || res.Unchanged || res.Parent != last.ID {
+			t.Fatalf("round %d: %+v (journal %+v), want a journal-driven snapshot over %s", round, res, *res.ChangeJournal, last.ID)
 		}
 		assertManifestIsWalk(t, home, st, res.ID)
 		target := t.TempDir()
@@ -130,24 +130,24 @@ func TestJournalSnapshotsEqualWalks(t *testing.T) {
 		snaptest.AssertSame(t, want, snaptest.All(t, target))
 		last = res
 	}
-	if res := journalSnap(t, home, st, j); !res.Unchanged || res.Journal.Mode != "journal" {
-		t.Fatalf("nothing changed: %+v (journal %+v), want unchanged through the journal", res, *res.Journal)
+	if res := journalSnap(t, home, st, j); !res.Unchanged || res.ChangeJournal.Mode != "journal" {
+		t.Fatalf("nothing changed: %+v (journal %+v), want unchanged through the journal", res, *res.ChangeJournal)
 	}
 	// A consolidation rewrites the head's tree: the journal follows it.
-	rw, err := snapshot.Rewrite(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j}, []string{first.ID})
+	rw, err := snapshot.Rewrite(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), ChangeJournal: j}, []string{first.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	snaptest.Write(t, home, "jobs/after-rewrite/config.xml", "<project/>\n")
 	res := journalSnap(t, home, st, j)
-	if res.Journal.Mode != "journal" || res.Parent != rw.ID {
-		t.Fatalf("over a consolidation: %+v (journal %+v), want a journal-driven snapshot over %s", res, *res.Journal, rw.ID)
+	if res.ChangeJournal.Mode != "journal" || res.Parent != rw.ID {
+		t.Fatalf("over a consolidation: %+v (journal %+v), want a journal-driven snapshot over %s", res, *res.ChangeJournal, rw.ID)
 	}
 	assertManifestIsWalk(t, home, st, res.ID)
 	last = res
 	// A forced walk over the journal's last snapshot finds every entry as
 	// the journal left it: the manifests are equal, line for line.
-	walked, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Force: true})
+	walked, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +162,8 @@ func TestJournalSnapshotsEqualWalks(t *testing.T) {
 		}
 	}
 	// That snapshot was another writer's: the journal walks fully.
-	if res := journalSnap(t, home, st, j); res.Journal.Mode != "walk" || res.Journal.Fallback != "parent" {
-		t.Fatalf("over another writer's snapshot: journal %+v, want a full walk (parent)", *res.Journal)
+	if res := journalSnap(t, home, st, j); res.ChangeJournal.Mode != "walk" || res.ChangeJournal.Fallback != "parent" {
+		t.Fatalf("over another writer's snapshot: journal %+v, want a full walk (parent)", *res.ChangeJournal)
 	}
 }
 
@@ -187,8 +187,8 @@ func TestJournalVerificationWalkFindsWhatTheJournalMissed(t *testing.T) {
 	j := openJournal(t, home, time.Nanosecond) // every snapshot over the journal's base verifies
 	journalSnap(t, home, st, j)
 	res := journalSnap(t, home, st, j)
-	if res.Journal.Mode != "verify" || res.Journal.Differences != 0 || !res.Unchanged {
-		t.Fatalf("verification of an unchanged home: %+v (journal %+v)", res, *res.Journal)
+	if res.ChangeJournal.Mode != "verify" || res.ChangeJournal.Differences != 0 || !res.Unchanged {
+		t.Fatalf("verification of an unchanged home: %+v (journal %+v)", res, *res.ChangeJournal)
 	}
 	if err := os.MkdirAll(filepath.Join(home, "workspace"), 0o755); err != nil {
 		t.Fatal(err)
@@ -197,8 +197,8 @@ func TestJournalVerificationWalkFindsWhatTheJournalMissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = journalSnap(t, home, st, j)
-	if res.Journal.Mode != "verify" || res.Journal.Differences != 1 || res.Unchanged {
-		t.Fatalf("verification after an unheard change: %+v (journal %+v), want 1 difference, stored", res, *res.Journal)
+	if res.ChangeJournal.Mode != "verify" || res.ChangeJournal.Differences != 1 || res.Unchanged {
+		t.Fatalf("verification after an unheard change: %+v (journal %+v), want 1 difference, stored", res, *res.ChangeJournal)
 	}
 	assertManifestIsWalk(t, home, st, res.ID)
 }
@@ -209,19 +209,19 @@ func TestJournalWalksAfterAFailedSnapshot(t *testing.T) {
 	j := openJournal(t, home, 0)
 	journalSnap(t, home, st, j)
 	testhome.Change(t, home)
-	o := snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j,
+	o := snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), ChangeJournal: j,
 		BeforeCommit: func(context.Context) error { return os.ErrPermission }}
 	if _, err := snapshot.Snapshot(context.Background(), o); err == nil {
 		t.Fatal("the guard did not refuse the snapshot")
 	}
 	res := journalSnap(t, home, st, j)
-	if res.Journal.Mode != "walk" || res.Journal.Fallback != "invalidated" {
-		t.Fatalf("after a failed snapshot: journal %+v, want a full walk (invalidated)", *res.Journal)
+	if res.ChangeJournal.Mode != "walk" || res.ChangeJournal.Fallback != "invalidated" {
+		t.Fatalf("after a failed snapshot: journal %+v, want a full walk (invalidated)", *res.ChangeJournal)
 	}
 	assertManifestIsWalk(t, home, st, res.ID)
 }
 
-// Journal-driven snapshots through every shape of manifest a sidecar
+// Snapshots driven by the change journal through every shape of manifest a sidecar
 // writes: deltas on the parent, a chain at its limit compacted, a full
 // manifest once the deltas are heavy, with whole trees deleted and
 // created. Each manifest equals a walk, and its record's totals count
@@ -231,7 +231,7 @@ func TestJournalSnapshotsThroughCompactionAndFullManifests(t *testing.T) {
 	j := openJournal(t, home, 0)
 	snap := func() *snapshot.Result {
 		t.Helper()
-		res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: home, Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Journal: j, MaxManifestChain: 3})
+		res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), ChangeJournal: j, MaxManifestChain: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,8 +259,8 @@ func TestJournalSnapshotsThroughCompactionAndFullManifests(t *testing.T) {
 			appendTo(t, p("jobs/test/builds/2/log"), "more\n")
 		}
 		res := snap()
-		if res.Journal.Mode != "journal" || res.Unchanged {
-			t.Fatalf("round %d: %+v (journal %+v), want a journal-driven snapshot", round, res, *res.Journal)
+		if res.ChangeJournal.Mode != "journal" || res.Unchanged {
+			t.Fatalf("round %d: %+v (journal %+v), want a journal-driven snapshot", round, res, *res.ChangeJournal)
 		}
 		lens = append(lens, len(res.Manifests))
 		assertManifestIsWalk(t, home, st, res.ID)
@@ -269,7 +269,7 @@ func TestJournalSnapshotsThroughCompactionAndFullManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 		var entries, files, bytes int64
-		if err := scan.Walk(context.Background(), home, snaptest.Jenkins(t), nil, func(e *archive.Entry) error {
+		if err := scan.Walk(context.Background(), testhome.Open(t, home), snaptest.Jenkins(t), nil, func(e *archive.Entry) error {
 			entries++
 			if e.Type == archive.TypeFile {
 				files, bytes = files+1, bytes+e.Size
@@ -325,12 +325,12 @@ func TestJournalVerificationIgnoresChangesMadeWhileItRuns(t *testing.T) {
 	res := journalSnap(t, home, st, j)
 	close(stop)
 	<-done
-	if res.Journal.Mode != "verify" || res.Journal.Differences != 0 {
-		t.Fatalf("verification while a build writes: journal %+v, want no difference", *res.Journal)
+	if res.ChangeJournal.Mode != "verify" || res.ChangeJournal.Differences != 0 {
+		t.Fatalf("verification while a build writes: journal %+v, want no difference", *res.ChangeJournal)
 	}
 	res = journalSnap(t, home, st, j)
-	if res.Journal.Mode != "verify" || res.Journal.Differences != 0 {
-		t.Fatalf("verification after the writer stopped: journal %+v, want no difference", *res.Journal)
+	if res.ChangeJournal.Mode != "verify" || res.ChangeJournal.Differences != 0 {
+		t.Fatalf("verification after the writer stopped: journal %+v, want no difference", *res.ChangeJournal)
 	}
 	assertManifestIsWalk(t, home, st, cmp.Or(res.ID, res.Parent))
 }
@@ -350,15 +350,15 @@ func TestJournalHearsAWriteThroughAnotherNameAfterTheWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := openJournal(t, home, 0)
-	if res := journalSnap(t, home, st, j); res.Journal.Mode != "walk" {
-		t.Fatalf("first snapshot: journal %+v, want a full walk", *res.Journal)
+	if res := journalSnap(t, home, st, j); res.ChangeJournal.Mode != "walk" {
+		t.Fatalf("first snapshot: journal %+v, want a full walk", *res.ChangeJournal)
 	}
 	if err := os.WriteFile(other, []byte("<project>changed</project>\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res := journalSnap(t, home, st, j)
-	if res.Journal.Mode != "journal" || res.Unchanged {
-		t.Fatalf("after a write through the other name: %+v (journal %+v), want a journal-driven snapshot that stores it", res, *res.Journal)
+	if res.ChangeJournal.Mode != "journal" || res.Unchanged {
+		t.Fatalf("after a write through the other name: %+v (journal %+v), want a journal-driven snapshot that stores it", res, *res.ChangeJournal)
 	}
 	assertManifestIsWalk(t, home, st, res.ID)
 }

@@ -21,19 +21,21 @@ import (
 	"github.com/homesnap/homesnap/internal/selector"
 )
 
-// A commit writes ahead, into <stage>/journal, each step it is about to
-// take (and, for metadata, what it was), one write(2) per step. A restore
-// killed during the moves (SIGKILL, OOM) leaves the journal behind; the
-// next restore, before anything else, undoes the steps it lists, newest
-// first, so the home is back to where the killed restore found it. Undoing
-// is idempotent: a step that never happened has nothing to move back. The
-// journal is not fsynced: it survives a killed process, not a lost machine.
+// A restore's commit log is its crash recovery: the commit writes ahead,
+// into <stage>/journal (its name on disk), each step it is about to take
+// (and, for metadata, what it was), one write(2) per step. A restore
+// killed during the moves (SIGKILL, OOM) leaves the log behind; the next
+// restore, before anything else, undoes the steps it lists, newest first,
+// so the home is back to where the killed restore found it. Undoing is
+// idempotent: a step that never happened has nothing to move back. The
+// log is not fsynced: it survives a killed process, not a lost machine.
+// (It is no relation of internal/journal, the sidecar's change journal.)
 //
 // The home's user (build code, uid 1000) can write anything into the home,
-// a journal included, so restore state is trusted only once it is
+// a commit log included, so restore state is trusted only once it is
 // recognised as the restore's own:
 //
-//   - The staging directory, its tree and its journal must be a real
+//   - The staging directory, its tree and its commit log must be a real
 //     directory and a regular file (no symlink followed) owned by the
 //     restore's effective uid, with no group or world access: a root
 //     restore creates them so, and the home's user can neither create a
@@ -43,12 +45,12 @@ import (
 //     user cannot, and for a restore running as the home's own uid no
 //     such place exists (everything it can read, the same uid can read).
 //   - So for a restore running as the home's uid, which the attacker can
-//     impersonate, what keeps a forged journal harmless is what it may
+//     impersonate, what keeps a forged commit log harmless is what it may
 //     do: every path is checked like an archive path (relative, clean,
 //     within the selection, outside homesnap's reserved names), every
 //     step acts through descriptors opened beneath the home with no
 //     symlink followed, renames never replace anything, and modes lose
-//     setuid (and setgid on files). Such a journal can only rename,
+//     setuid (and setgid on files). Such a commit log can only rename,
 //     chmod and touch selected paths of the home, and remove them (an
 //     undone move-in puts a path back into the staging tree, which is
 //     then removed): all of which the same uid can do directly, so it
@@ -59,18 +61,22 @@ import (
 // The staging directory's name carries a random token, so that nobody can
 // create it first and make the restore fail.
 
-const journalName = "journal"
+// commitLogName is the log's file name in the staging directory, and
+// "homesnap-journal" its header: both as restores before the rename wrote
+// them, so that a log one of them left is still recognised and undone.
+const commitLogName = "journal"
 
-type journal struct {
+// commitLog is the log a commit writes ahead of its steps.
+type commitLog struct {
 	f *os.File
 }
 
-func (r *restorer) openJournal() (*journal, error) {
-	fd, err := unix.Openat(r.stageFD, journalName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0o600)
+func (r *restorer) openCommitLog() (*commitLog, error) {
+	fd, err := unix.Openat(r.stageFD, commitLogName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("create the commit journal: %w", err)
+		return nil, fmt.Errorf("create the commit log: %w", err)
 	}
-	j := &journal{f: os.NewFile(uintptr(fd), journalName)}
+	j := &commitLog{f: os.NewFile(uintptr(fd), commitLogName)}
 	disp := "-"
 	if r.disp >= 0 {
 		disp = strconv.Quote(r.dispName)
@@ -82,16 +88,16 @@ func (r *restorer) openJournal() (*journal, error) {
 	return j, nil
 }
 
-func (j *journal) write(line string) error {
+func (j *commitLog) write(line string) error {
 	if _, err := j.f.WriteString(line + "\n"); err != nil {
-		return fmt.Errorf("write the commit journal: %w", err)
+		return fmt.Errorf("write the commit log: %w", err)
 	}
 	return nil
 }
 
 // record notes a step before it is taken.
-func (j *journal) record(a *action) error {
-	s := journalStep{rel: a.rel}
+func (j *commitLog) record(a *action) error {
+	s := logStep{rel: a.rel}
 	switch a.kind {
 	case actDisplace:
 		s.kind = 'D'
@@ -105,10 +111,10 @@ func (j *journal) record(a *action) error {
 	return j.write(s.String())
 }
 
-// journalStep is one line of a journal: D moves rel back from the
+// logStep is one line of a commit log: D moves rel back from the
 // displaced directory, I moves it back into the staging tree, M restores
 // its owner, mode and times.
-type journalStep struct {
+type logStep struct {
 	kind         byte
 	rel          string
 	uid, gid     int64
@@ -116,31 +122,31 @@ type journalStep struct {
 	atime, mtime int64
 }
 
-func (s journalStep) String() string {
+func (s logStep) String() string {
 	if s.kind != 'M' {
 		return string(s.kind) + " " + strconv.Quote(s.rel)
 	}
 	return fmt.Sprintf("M %s %d %d %d %d %d", strconv.Quote(s.rel), s.uid, s.gid, s.mode, s.atime, s.mtime)
 }
 
-// journalFile is a parsed journal.
-type journalFile struct {
+// parsedLog is a parsed commit log.
+type parsedLog struct {
 	displaced string // the displaced directory's name at the home's root, "" if none
-	steps     []journalStep
+	steps     []logStep
 }
 
-// maxJournal bounds what is read of a journal: about a line per path of a
+// maxCommitLog bounds what is read of a commit log: about a line per path of a
 // 10-million-path home.
-const maxJournal = 2 << 30
+const maxCommitLog = 2 << 30
 
-// parseJournal checks a whole journal before any of it is acted on: a
+// parseCommitLog checks a whole commit log before any of it is acted on: a
 // line that is not one the commit writes, or a path the restore may not
 // touch (allowed says which selected paths it may), refuses all of it.
 // Only a last line the kill cut short (no newline) is dropped: its step
 // never ran.
-func parseJournal(data []byte, allowed func(rel string) bool) (*journalFile, error) {
+func parseCommitLog(data []byte, allowed func(rel string) bool) (*parsedLog, error) {
 	if len(data) == 0 {
-		return &journalFile{}, nil // killed between creating it and its header: no step ran
+		return &parsedLog{}, nil // killed between creating it and its header: no step ran
 	}
 	text := string(data)
 	if i := strings.LastIndexByte(text, '\n'); i < 0 {
@@ -151,9 +157,9 @@ func parseJournal(data []byte, allowed func(rel string) bool) (*journalFile, err
 	lines := strings.Split(text, "\n")
 	head := strings.Split(lines[0], " ")
 	if len(head) != 3 || head[0] != "homesnap-journal" || head[1] != "1" {
-		return nil, fmt.Errorf("header %.80q is not a homesnap journal's", lines[0])
+		return nil, fmt.Errorf("header %.80q is not a restore commit log's", lines[0])
 	}
-	j := &journalFile{}
+	j := &parsedLog{}
 	if head[2] != "-" {
 		name, err := strconv.Unquote(head[2])
 		if err != nil || !validStateName(name, displacedPrefix) {
@@ -171,8 +177,8 @@ func parseJournal(data []byte, allowed func(rel string) bool) (*journalFile, err
 	return j, nil
 }
 
-func parseStep(line string, allowed func(string) bool) (journalStep, error) {
-	var s journalStep
+func parseStep(line string, allowed func(string) bool) (logStep, error) {
+	var s logStep
 	kind, rest, _ := strings.Cut(line, " ")
 	if len(kind) != 1 || !strings.Contains("DIM", kind) {
 		return s, fmt.Errorf("unknown step %.20q", kind)
@@ -238,9 +244,9 @@ func validStateName(name, prefix string) bool {
 		!strings.ContainsAny(name, "/\x00")
 }
 
-// journalMode is the mode an undo step sets: permission bits, and the
+// undoMode is the mode an undo step sets: permission bits, and the
 // special bits the entry filter keeps (setgid and sticky on directories).
-func journalMode(mode uint32, isDir bool) uint32 {
+func undoMode(mode uint32, isDir bool) uint32 {
 	return unixMode(scan.Mode(mode) &^ fetch.DroppedSpecial(isDir))
 }
 
@@ -255,34 +261,34 @@ type recovery struct {
 }
 
 // RecoverInterrupted finishes what a restore killed during its moves left
-// in the home: it undoes the moves its journal lists, so the home is as
+// in the home: it undoes the moves its commit log lists, so the home is as
 // that restore found it, and removes its staging directory. Paths an
 // earlier restore displaced are never removed, only reported; restore
 // state it does not recognise as its own is set aside, never replayed.
 // Restore calls it first; a caller that inspects the home before restoring
 // (the init container's decisions) should call it before that. It assumes
 // the jenkins preset's selection.
-func RecoverInterrupted(home string, log zerolog.Logger) error {
+func RecoverInterrupted(home *homefs.Home, log zerolog.Logger) error {
 	return recoverHome(home, nil, log)
 }
 
-func recoverHome(home string, sel *selector.Selector, log zerolog.Logger) error {
-	d, err := homefs.Open(home)
-	if errors.Is(err, unix.ENOENT) {
+func recoverHome(home *homefs.Home, sel *selector.Selector, log zerolog.Logger) error {
+	if !home.Exists() {
 		return nil
 	}
+	d, err := home.Dir.Reopen() // its own flock, released when it closes
 	if err != nil {
-		return fmt.Errorf("open home %s: %w", home, errors.Unwrap(err))
+		return fmt.Errorf("open home %s: %w", home.Path, errors.Unwrap(err))
 	}
 	defer d.Close()
-	if err := lockHome(d.Fd(), home); err != nil {
+	if err := lockHome(d.Fd(), home.Path); err != nil {
 		return err
 	}
-	return recoverLeftovers(d.Fd(), home, sel, log)
+	return recoverLeftovers(d.Fd(), home.Path, sel, log)
 }
 
 // recoverLeftovers recovers every staging directory at the home's root,
-// allowing journal paths that sel (nil: the jenkins preset) reaches, and
+// allowing commit log paths that sel (nil: the jenkins preset) reaches, and
 // reports what remains displaced or quarantined.
 func recoverLeftovers(home int, homePath string, sel *selector.Selector, log zerolog.Logger) error {
 	if sel == nil {
@@ -335,7 +341,7 @@ type notOurs struct{ why string }
 
 func (e *notOurs) Error() string { return e.why }
 
-// recoverStage undoes the journal in the staging directory name, if it is
+// recoverStage undoes the commit log in the staging directory name, if it is
 // the restore's own, and removes it; anything else is quarantined.
 func (rc *recovery) recoverStage(name string) error {
 	j, stage, tree, err := rc.openStage(name)
@@ -362,27 +368,27 @@ func (rc *recovery) recoverStage(name string) error {
 }
 
 // openStage checks that name is the restore's own staging directory and
-// returns its parsed journal (nil if it has none: killed before its first
+// returns its parsed commit log (nil if it has none: killed before its first
 // move) and descriptors of it and its tree. A *notOurs error says why it
 // is not.
-func (rc *recovery) openStage(name string) (*journalFile, int, int, error) {
+func (rc *recovery) openStage(name string) (*parsedLog, int, int, error) {
 	stage, err := rc.openOwn(rc.home, name, unix.S_IFDIR)
 	if err != nil {
 		return nil, -1, -1, err
 	}
-	jfd, err := rc.openOwn(stage, journalName, unix.S_IFREG)
+	jfd, err := rc.openOwn(stage, commitLogName, unix.S_IFREG)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, stage, -1, nil
 	}
-	var j *journalFile
+	var j *parsedLog
 	if err == nil {
-		j, err = rc.readJournal(jfd)
+		j, err = rc.readCommitLog(jfd)
 	}
 	tree := -1
 	if err == nil {
 		tree, err = rc.openOwn(stage, "tree", unix.S_IFDIR)
 		if errors.Is(err, unix.ENOENT) {
-			err = &notOurs{"it has a journal but no staging tree"}
+			err = &notOurs{"it has a commit log but no staging tree"}
 		}
 	}
 	if err != nil {
@@ -392,19 +398,19 @@ func (rc *recovery) openStage(name string) (*journalFile, int, int, error) {
 	return j, stage, tree, nil
 }
 
-func (rc *recovery) readJournal(fd int) (*journalFile, error) {
-	f := os.NewFile(uintptr(fd), journalName)
+func (rc *recovery) readCommitLog(fd int) (*parsedLog, error) {
+	f := os.NewFile(uintptr(fd), commitLogName)
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxJournal+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxCommitLog+1))
 	if err != nil {
-		return nil, fmt.Errorf("read the journal of an interrupted restore: %w", err)
+		return nil, fmt.Errorf("read the commit log of an interrupted restore: %w", err)
 	}
-	if len(data) > maxJournal {
-		return nil, &notOurs{fmt.Sprintf("its journal is larger than %d bytes", int64(maxJournal))}
+	if len(data) > maxCommitLog {
+		return nil, &notOurs{fmt.Sprintf("its commit log is larger than %d bytes", int64(maxCommitLog))}
 	}
-	j, err := parseJournal(data, rc.allowed)
+	j, err := parseCommitLog(data, rc.allowed)
 	if err != nil {
-		return nil, &notOurs{"its journal is not one a restore wrote: " + err.Error()}
+		return nil, &notOurs{"its commit log is not one a restore wrote: " + err.Error()}
 	}
 	return j, nil
 }
@@ -484,8 +490,8 @@ func (rc *recovery) quarantine(name, why string) error {
 	return nil
 }
 
-// undo takes back a journal's steps, newest first.
-func (rc *recovery) undo(stage string, j *journalFile, tree int) error {
+// undo takes back a commit log's steps, newest first.
+func (rc *recovery) undo(stage string, j *parsedLog, tree int) error {
 	disp := -1
 	if j.displaced != "" {
 		fd, err := rc.openDisplaced(j.displaced)
@@ -514,7 +520,7 @@ func (rc *recovery) undo(stage string, j *journalFile, tree int) error {
 	return nil
 }
 
-// openDisplaced opens the displaced directory a trusted journal names.
+// openDisplaced opens the displaced directory a trusted commit log names.
 // Its owner is not checked: --chown gives it to the home's user during
 // the commit. Undoing out of it is safe whatever it holds: renames
 // beneath it follow no symlink and replace nothing, so they can only
@@ -529,7 +535,7 @@ func (rc *recovery) openDisplaced(name string) (int, error) {
 
 // undoStep takes one step back. A step that never happened, or was
 // already undone, finds nothing to move (ENOENT) and is skipped.
-func (rc *recovery) undoStep(s journalStep, tree, disp int) error {
+func (rc *recovery) undoStep(s logStep, tree, disp int) error {
 	var err error
 	switch s.kind {
 	case 'D':
@@ -553,9 +559,9 @@ func (rc *recovery) undoStep(s journalStep, tree, disp int) error {
 // gets its owner and times. A path that is now a hard link (the home's
 // user replaced it since) is left alone, with a warning: changing it
 // could change a file outside the home.
-func (rc *recovery) undoMeta(s journalStep) error {
+func (rc *recovery) undoMeta(s logStep) error {
 	m := homefs.Meta{
-		Mode:  func(isDir bool) uint32 { return journalMode(s.mode, isDir) },
+		Mode:  func(isDir bool) uint32 { return undoMode(s.mode, isDir) },
 		Times: []unix.Timespec{unix.NsecToTimespec(s.atime), unix.NsecToTimespec(s.mtime)},
 	}
 	if rc.euid == 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
+	"github.com/homesnap/homesnap/internal/testhome"
 )
 
 // BenchmarkJournalChurn measures what the sidecar's journal-driven
@@ -30,14 +31,14 @@ func BenchmarkJournalChurn(b *testing.B) {
 	if _, err := gen.Generate(home, gen.Options{Preset: preset, Seed: 1}); err != nil {
 		b.Fatal(err)
 	}
-	st, sel := snaptest.NewStore(b), snaptest.Jenkins(b)
-	j, err := snapshot.OpenJournal(home, sel, 0)
+	st, sel, h := snaptest.NewStore(b), snaptest.Jenkins(b), testhome.Open(b, home)
+	j, err := snapshot.OpenChangeJournal(h, sel, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer j.Close()
 	snap := func(ctx context.Context) *snapshot.Result {
-		res, err := snapshot.Snapshot(ctx, snapshot.Options{Home: home, Store: st, Selector: sel, Log: zerolog.Nop(), Journal: j})
+		res, err := snapshot.Snapshot(ctx, snapshot.Options{Home: h, Store: st, Selector: sel, Log: zerolog.Nop(), ChangeJournal: j})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -61,7 +62,7 @@ func BenchmarkJournalChurn(b *testing.B) {
 		var res *snapshot.Result
 		// Labelled, so that a CPU profile can be narrowed to these (-tagfocus phase=churn).
 		pprof.Do(context.Background(), pprof.Labels("phase", "churn"), func(ctx context.Context) { res = snap(ctx) })
-		if res.Journal == nil || res.Journal.Mode != "journal" || res.Unchanged {
+		if res.ChangeJournal == nil || res.ChangeJournal.Mode != "journal" || res.Unchanged {
 			b.Fatalf("snapshot after churn: %+v", res)
 		}
 	}
