@@ -8,15 +8,15 @@ cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
 demo=${1:-/tmp/homesnap-demo}
 rm -rf "$demo" && mkdir -p "$demo/store"
-go build -o bin/ ./cmd/snapshot ./cmd/restore ./cmd/genhome
+go build -o bin/ ./cmd/homesnap ./cmd/genhome
 
 bin/genhome -preset small -seed 1 "$demo/home"
 export HOMESNAP_STORE=$demo/store HOMESNAP_LOG_FORMAT=console
-bin/snapshot --once --home "$demo/home"
+bin/homesnap snapshot --once --home "$demo/home"
 bin/genhome -churn 0.01 -seed 2 "$demo/home"
-bin/snapshot --once --home "$demo/home"
-bin/restore --list
-bin/restore --home "$demo/restored"
+bin/homesnap snapshot --once --home "$demo/home"
+bin/homesnap list
+bin/homesnap restore --home "$demo/restored"
 
 # What a restore must reproduce, listed for the selected paths only.
 describe() {
