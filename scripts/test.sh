@@ -10,7 +10,7 @@ export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older
 # phase marks each step with the seconds since the start, so that a slow
 # run says where its time went.
 phase() { printf '\n== test.sh: %s (at %d s)\n' "$1" "$SECONDS"; }
-env_file=$(mktemp) k8s_log=$(mktemp) release_log=$(mktemp) k8s= release=
+env_file=$(mktemp) k8s_log=$(mktemp) checks_log=$(mktemp) k8s= checks=
 cleanup() {
 	if [ -n "$k8s" ]; then # something else failed first: stop the cluster's tests if they run, and show them
 		if kill -0 "$k8s" 2>/dev/null; then
@@ -19,12 +19,12 @@ cleanup() {
 		fi
 		printf '\nThe Kubernetes lifecycle tests (scripts/k8s.sh, test/k8s), ended early or beside a failure:\n' && cat "$k8s_log"
 	fi
-	if [ -n "$release" ]; then
-		kill -- "-$release" 2>/dev/null || true
-		printf '\nThe release check (goreleaser), ended early or beside a failure:\n' && cat "$release_log"
+	if [ -n "$checks" ]; then
+		kill -- "-$checks" 2>/dev/null || true
+		printf '\nThe checks (the release, staticcheck, macOS vet, the operator example), ended early or beside a failure:\n' && cat "$checks_log"
 	fi
 	bash scripts/stop-servers.sh >/dev/null 2>&1 || true
-	rm -f "$env_file" "$k8s_log" "$release_log" "$installed"
+	rm -f "$env_file" "$k8s_log" "$checks_log" "$installed"
 }
 trap cleanup EXIT
 
@@ -51,49 +51,57 @@ phase "installing the tools (the cluster builds beside)"
 bash scripts/install-test-deps.sh
 touch "$installed"
 
-# The release configuration: valid, and a snapshot release builds the
-# archive, checksum and SBOM into dist/ (nothing is published). Each
-# platform is a full compile of the dependency graph, the longest CPU work
-# on a cold build cache, so the snapshot release builds the host's platform
-# only (.goreleaser.yaml: HOMESNAP_RELEASE_HOST_ONLY) and macOS is vetted,
-# not built: homesnap restore is the disaster-recovery command on an
-# operator's laptop, and its files for other systems (homefs's walk without
-# openat2, the journal, the restore's syscalls) must compile there; no
-# file differs by architecture. The tests leave the CPU idle while they
-# wait on servers and subprocesses, so this runs beside them; its log is
-# shown when it ends. The flags are the release's, so that the tests'
-# binaries reuse its compiles.
-setsid bash -c '
-	set -e
-	goreleaser check
-	HOMESNAP_RELEASE_HOST_ONLY=1 goreleaser release --snapshot --clean
-	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 go vet -trimpath ./cmd/homesnap/... ./internal/homefs
-	echo "release check passed after $SECONDS s"' >"$release_log" 2>&1 </dev/null &
-release=$!
 phase "starting the servers (the cluster builds and comes up beside)"
 bash scripts/start-servers.sh >"$env_file"
 # shellcheck disable=SC1090
 source "$env_file"
 export HOMESNAP_TEST_SERVERS=1
 
-# The operator example against the operator's own API (k8s.io/api v0.30):
-# a module of its own, so that this module's newer k8s.io/api stays out.
-phase "the operator example"
-(cd examples/operatorcheck && go vet ./... && staticcheck ./... && go test -count=1 ./...)
-phase "vet and staticcheck"
+# The checks that need no server, in the background from here on, beside
+# the race build and the tests (which leave the CPU idle while they wait on
+# servers and subprocesses); their log is shown when they end:
+# - the release configuration: valid, and a snapshot release builds the
+#   archive, checksum and SBOM into dist/ (nothing is published). Each
+#   platform is a full compile of the dependency graph, the longest CPU
+#   work on a cold build cache, so it builds the host's platform only
+#   (.goreleaser.yaml: HOMESNAP_RELEASE_HOST_ONLY);
+# - staticcheck, with the release's build flags so that it loads the
+#   release's compiles instead of compiling the module a third time. The
+#   import layers are a test: internal/layers_test.go;
+# - macOS, vetted, not built: homesnap restore is the disaster-recovery
+#   command on an operator's laptop, and its files for other systems
+#   (homefs's walk without openat2, the journal, the restore's syscalls)
+#   must compile there; no file differs by architecture;
+# - the operator example against the operator's own API (k8s.io/api
+#   v0.30): a module of its own, so that this module's newer k8s.io/api
+#   stays out.
+setsid bash -c '
+	set -e
+	step() { printf "== checks: %s (%d s in)\n" "$1" "$SECONDS"; }
+	step "goreleaser check and a snapshot release"
+	goreleaser check
+	HOMESNAP_RELEASE_HOST_ONLY=1 goreleaser release --snapshot --clean
+	step staticcheck
+	CGO_ENABLED=0 GOFLAGS=-trimpath staticcheck ./...
+	step "macOS vet"
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 go vet -trimpath ./cmd/homesnap/... ./internal/homefs
+	step "the operator example"
+	cd examples/operatorcheck
+	go vet ./...
+	staticcheck ./...
+	go test -count=1 ./...
+	step "the checks passed"' >"$checks_log" 2>&1 </dev/null &
+checks=$!
+phase "vet"
 go vet -race ./...
-# With the release's build flags, so that its compiles of the dependencies
-# are the release's (another build variant would compile them all again).
-# The import layers are a test: internal/layers_test.go.
-CGO_ENABLED=0 GOFLAGS=-trimpath staticcheck ./...
 phase "the tests"
 go test -race -count=1 -timeout 30m "$@" ./...
-phase "the tests passed; waiting for the release check and the cluster's tests"
+phase "the tests passed; waiting for the checks and the cluster's tests"
 status=0
-wait "$release" || status=$?
-release=
-printf '\nThe release check (goreleaser check, a snapshot release, macOS vet):\n' && cat "$release_log"
-[ "$status" = 0 ] || { echo "FAIL: the release check (above)" >&2; exit "$status"; }
+wait "$checks" || status=$?
+checks=
+printf '\nThe checks (the release, staticcheck, macOS vet, the operator example):\n' && cat "$checks_log"
+[ "$status" = 0 ] || { echo "FAIL: the checks (above)" >&2; exit "$status"; }
 
 status=0
 wait "$k8s" || status=$?
