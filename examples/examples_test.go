@@ -491,15 +491,17 @@ func TestVariablesAreOnesTheBinariesRead(t *testing.T) {
 	}
 }
 
-// developerOnly names variables of the test, bench and vulnerability-check
-// scripts and of profiling runs, which --help rightly leaves out.
+// developerOnly names variables of the test, bench, release and
+// vulnerability-check scripts and of profiling runs, which --help rightly
+// leaves out.
 func developerOnly(name string) bool {
 	for _, p := range []string{"HOMESNAP_TEST_", "HOMESNAP_BENCH_", "HOMESNAP_AB_"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
 	}
-	return name == "HOMESNAP_CPUPROFILE" || name == "HOMESNAP_VULNDB_VERSION" || name == "HOMESNAP_TOOLS"
+	return name == "HOMESNAP_CPUPROFILE" || name == "HOMESNAP_VULNDB_VERSION" || name == "HOMESNAP_TOOLS" ||
+		name == "HOMESNAP_RELEASE_HOST_ONLY"
 }
 
 func TestComposeExample(t *testing.T) {
