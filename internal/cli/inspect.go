@@ -112,16 +112,17 @@ size, modification time (UTC) and path, a link's target after "->"
 
 // Ls is the ls command.
 func Ls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
+	ids, args := positional("ls", &lsConfig{}, args)
 	var cfg lsConfig
 	log, err := configure("ls", lsAbout, &cfg, &cfg.Common, args, stderr)
 	if err != nil {
 		return err
 	}
-	if id != "" {
+	if len(ids) > 1 {
+		return usageError{fmt.Errorf("ls takes one snapshot, got %s (see homesnap ls --help)", strings.Join(ids, " "))}
+	}
+	if len(ids) == 1 {
+		id := ids[0]
 		if cfg.Snapshot != "" || cfg.At != "" {
 			return usageError{errors.New("ls SNAPSHOT names the snapshot: give --snapshot or --at instead, not both")}
 		}

@@ -90,6 +90,16 @@ func TestEveryCommandJSON(t *testing.T) {
 				t.Errorf("ls: snapshot %s at %v, %d files (want %d), jobs/added/config.xml listed: %v", r.Snapshot, r.Time, n, second.Files, added)
 			}
 		}},
+		{"diff", []string{first.Snapshot, second.Snapshot}, func() any { return &diffResult{} }, func(t *testing.T, v any) {
+			r := v.(*diffResult)
+			var added []string
+			for _, c := range r.Changes {
+				added = append(added, c.Change+" "+c.Path)
+			}
+			if r.Old.Snapshot != first.Snapshot || r.New.Snapshot != second.Snapshot || !slices.Equal(added, []string{"added jobs/added", "added jobs/added/config.xml"}) {
+				t.Errorf("diff: %+v, changes %v", r, added)
+			}
+		}},
 		{"restore", []string{"--home", t.TempDir() + "/new"}, func() any { return &restoreReport{} }, func(t *testing.T, v any) {
 			r := v.(*restoreReport)
 			if r.Decision != "restore" || r.Snapshot != second.Snapshot || r.Time == nil || r.Files != second.Files || r.Written == 0 || !r.Marked || r.Agents == nil || r.Agents.Nodes == 0 {
