@@ -26,6 +26,8 @@ type diffConfig struct{ RestoreSettings }
 
 func (diffConfig) takes() []string { return append([]string{"timeout", "output"}, keyFlags...) }
 
+func (diffConfig) synopsis() string { return "A [B] [flags]" }
+
 const diffAbout = `Shows what differs between two snapshots, from their manifests alone:
 homesnap diff A B, each an ID, head, or an RFC 3339 time (the newest
 snapshot taken at or before it). With one snapshot, compares it with the

@@ -104,6 +104,8 @@ func (lsConfig) takes() []string {
 	return append([]string{"snapshot", "at", "timeout", "output"}, keyFlags...)
 }
 
+func (lsConfig) synopsis() string { return "[SNAPSHOT] [flags]" }
+
 const lsAbout = `Lists the files of a snapshot from its manifest, without restoring it:
 homesnap ls [SNAPSHOT] (an ID or head; or --snapshot, or --at TIME; by
 default the head). One line per path: type and mode, owner (UID:GID),
