@@ -50,6 +50,13 @@ func Diff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(refs) == 0 || len(refs) > 2 {
 		return usageError{fmt.Errorf("diff takes one or two snapshots, got %d: homesnap diff A B compares two, homesnap diff A --home H a snapshot with the home (see homesnap diff --help)", len(refs))}
 	}
+	for _, ref := range refs {
+		if _, err := time.Parse(time.RFC3339, ref); err != nil {
+			if err := checkSnapshotName(ref, "diff A B (each an ID, head, or an RFC 3339 time such as 2026-12-01T14:00:00Z)"); err != nil {
+				return err
+			}
+		}
+	}
 	ctx, cancel := withTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	fail := func(err error) error {
@@ -132,18 +139,16 @@ type snapshotRef struct {
 	plan *fetch.Plan
 }
 
-// openRef resolves ref (an ID, head, or an RFC 3339 time) as ls and a
+// openRef resolves ref (an ID, head, or an RFC 3339 time; checked by
+// checkSnapshotName) as ls and a
 // restore resolve --snapshot and --at, and opens its manifest through
 // the stack a restore reads it through: authenticated, decrypted.
 func openRef(ctx context.Context, r *storeReader, ref string) (*snapshotRef, error) {
 	id, at := ref, time.Time{}
-	switch t, err := time.Parse(time.RFC3339, ref); {
-	case ref == "head":
-		id = ""
-	case err == nil:
+	if t, err := time.Parse(time.RFC3339, ref); err == nil {
 		id, at = "", t
-	case repo.CheckID(ref) != nil:
-		return nil, usageError{fmt.Errorf("%q is not a snapshot: want an ID (homesnap list shows them), head, or an RFC 3339 time such as 2026-12-01T14:00:00Z", ref)}
+	} else if ref == "head" {
+		id = ""
 	}
 	setup, id, err := r.choose(ctx, id, at)
 	if err != nil {
@@ -341,4 +346,17 @@ func positional(name string, cfg any, args []string) (pos, flags []string) {
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// checkSnapshotName refuses, before the store is read, what cannot name a
+// snapshot: a mistake on the command line (exit 2), not a damaged store.
+// where says what took it.
+func checkSnapshotName(name, where string) error {
+	if name == "" || name == "head" {
+		return nil
+	}
+	if err := repo.CheckID(name); err != nil {
+		return usageError{fmt.Errorf("%s: %w; `homesnap list` shows the store's snapshots", where, err)}
+	}
+	return nil
 }

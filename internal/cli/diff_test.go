@@ -195,3 +195,27 @@ func TestDiffReadsAsLsDoes(t *testing.T) {
 		})
 	}
 }
+
+// What cannot name a snapshot is a mistake on the command line, exit 2
+// naming it, before the store is read; not a damaged store (ls said
+// "corrupt store", exit 6, on main).
+func TestSnapshotNamesAreChecked(t *testing.T) {
+	store, _, _ := storeWithSnapshot(t)
+	home := t.TempDir()
+	for _, args := range [][]string{{"ls", "nope"}, {"verify", "--snapshot", "nope"}, {"restore", "--home", home, "--snapshot", "../../etc"}, {"diff", "nope", "head"}} {
+		r := homesnapRun("homesnap", append(args, "--store", store)...)
+		name := args[1]
+		if len(args) > 2 {
+			name = args[len(args)-1]
+		}
+		if args[0] == "diff" {
+			name = "nope"
+		}
+		if r.code != ExitUsage || !strings.Contains(r.stderr, `"`+name+`"`) || !strings.Contains(r.stderr, "homesnap list") || r.stdout != "" {
+			t.Errorf("%v: exit %d, want %d naming %q\n%s", args, r.code, ExitUsage, name, r.stderr)
+		}
+	}
+	if !isEmpty(t, home) {
+		t.Error("the home was changed")
+	}
+}

@@ -128,6 +128,9 @@ func Ls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.Snapshot != "" || cfg.At != "" {
 			return usageError{errors.New("ls SNAPSHOT names the snapshot: give --snapshot or --at instead, not both")}
 		}
+		if err := checkSnapshotName(id, "ls SNAPSHOT"); err != nil {
+			return err
+		}
 		cfg.Snapshot = id
 	}
 	cfg.ls = true

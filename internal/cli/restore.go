@@ -66,6 +66,9 @@ func (c *restoreConfig) validate() error {
 	if c.sel, err = c.RestoreSelection.selector(); err != nil {
 		return err
 	}
+	if err := checkSnapshotName(c.Snapshot, "--snapshot/HOMESNAP_SNAPSHOT"); err != nil {
+		return err
+	}
 	if c.At != "" {
 		if c.Snapshot != "" {
 			return usageError{errors.New("--at and --snapshot both choose the snapshot: give one")}
