@@ -50,6 +50,9 @@ func Diff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(refs) == 0 || len(refs) > 2 {
 		return usageError{fmt.Errorf("diff takes one or two snapshots, got %d: homesnap diff A B compares two, homesnap diff A --home H a snapshot with the home (see homesnap diff --help)", len(refs))}
 	}
+	if len(refs) == 1 && cfg.Home == "" {
+		return usageError{errors.New("diff with one snapshot compares it with the home: set --home, HOMESNAP_HOME or JENKINS_HOME, or name a second snapshot")}
+	}
 	for _, ref := range refs {
 		if _, err := time.Parse(time.RFC3339, ref); err != nil {
 			if err := checkSnapshotName(ref, "diff A B (each an ID, head, or an RFC 3339 time such as 2026-12-01T14:00:00Z)"); err != nil {
@@ -92,9 +95,6 @@ func Diff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		head.New = diffSide{Snapshot: n.id, Time: snapshotTime(n.id)}
 		newer, content = n.plan.All(ctx), true
 	} else {
-		if cfg.Home == "" {
-			return usageError{errors.New("diff with one snapshot compares it with the home: set --home, HOMESNAP_HOME or JENKINS_HOME, or name a second snapshot")}
-		}
 		home, err := openHome(cfg.Home, false, false)
 		if err != nil {
 			return fail(err)
