@@ -21,7 +21,20 @@ type RestoreCheck struct {
 	require   bool           // --require-agent-continuity
 	current   *jenkins.State // the home before the restore, when it has keys
 	log       zerolog.Logger
+	outcome   *Outcome // the last check's, for the restore's result
 }
+
+// Outcome is what a restore's check found on the tree it judged (the
+// staged one, or a first boot's home).
+type Outcome struct {
+	Nodes      int    // the nodes Jenkins will load
+	Continuity bool   // every agent gets back in as before
+	Summary    string // the summary line the check logged
+}
+
+// Outcome returns what the check found, nil when it did not run (nothing
+// was restored).
+func (c *RestoreCheck) Outcome() *Outcome { return c.outcome }
 
 // NewRestoreCheck reads now, the home as it is before the restore (nil or
 // without keys: nothing to compare with). masterKey, when set, must
@@ -78,6 +91,7 @@ func (c *RestoreCheck) check(tree fs.FS, current *jenkins.State) error {
 			summary = cmp.Summary() + " (compared with the home as it is now); " + summary
 		}
 	}
+	c.outcome = &Outcome{Nodes: len(s.Nodes), Continuity: !breaks, Summary: summary}
 	if breaks {
 		c.log.Warn().Int("nodes", len(s.Nodes)).Msg(summary)
 	} else {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -70,10 +69,8 @@ func checkAgents(ctx context.Context, cfg *restoreConfig, st store.Store, stdout
 	if cfg.ShowSecrets {
 		rep.State.RevealSecrets()
 	}
-	if cfg.Output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+	if cfg.json() {
+		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {

@@ -70,7 +70,11 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "Usage: homesnap %s [flags]\n\n%s\n\nFlags (each also set by its environment variable; a flag wins):\n", name, about)
+			synopsis := "[flags]"
+			if s, ok := cfg.(interface{ synopsis() string }); ok { // its arguments
+				synopsis = s.synopsis()
+			}
+			fmt.Fprintf(stderr, "Usage: homesnap %s %s\n\n%s\n\nFlags (each also set by its environment variable; a flag wins):\n", name, synopsis, about)
 			for _, h := range help {
 				fmt.Fprintln(stderr, h)
 			}

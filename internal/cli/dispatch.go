@@ -51,6 +51,8 @@ func init() {
 			func() any { return &checkAgentsConfig{} }, std(ExitNoSnapshot, ExitPlaintext)},
 		{"ls", "list a snapshot's files, without restoring it", Ls,
 			func() any { return &lsConfig{} }, std(ExitNoSnapshot, ExitPlaintext)},
+		{"diff", "show what differs between two snapshots, or a snapshot and the home", Diff,
+			func() any { return &diffConfig{} }, std(ExitNoSnapshot, ExitPlaintext)},
 		{"version", "print the version and build", versionCommand, nil, []int{ExitOK, ExitUsage}},
 		{"help", "show the commands, or a command's flags (help COMMAND)", helpCommand, nil, []int{ExitOK, ExitUsage}},
 		{"completion", "print a shell completion script: bash, zsh or fish", completionCommand, nil, []int{ExitOK, ExitUsage}},

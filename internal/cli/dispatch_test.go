@@ -162,6 +162,12 @@ func TestDispatch(t *testing.T) {
 	if r := homesnapRun("homesnap", "help", "verify"); r.code != 0 || !strings.Contains(r.stdout, "--structure") {
 		t.Errorf("homesnap help verify: exit %d\n%s", r.code, r.stdout)
 	}
+	// A command that takes arguments names them.
+	for name, synopsis := range map[string]string{"diff": "A [B] [flags]", "ls": "[SNAPSHOT] [flags]", "list": "[flags]"} {
+		if r := homesnapRun("homesnap", "help", name); r.code != 0 || !strings.HasPrefix(r.stdout, "Usage: homesnap "+name+" "+synopsis+"\n") || !strings.Contains(r.stdout, "\nExit status:\n") {
+			t.Errorf("homesnap help %s: exit %d, want usage %q\n%s", name, r.code, synopsis, r.stdout)
+		}
+	}
 }
 
 // Every command's --help ends with the exit statuses it can return, as

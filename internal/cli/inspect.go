@@ -100,28 +100,36 @@ func CheckAgents(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 type lsConfig struct{ RestoreSettings }
 
-func (lsConfig) takes() []string { return append([]string{"snapshot", "at", "timeout"}, keyFlags...) }
+func (lsConfig) takes() []string {
+	return append([]string{"snapshot", "at", "timeout", "output"}, keyFlags...)
+}
+
+func (lsConfig) synopsis() string { return "[SNAPSHOT] [flags]" }
 
 const lsAbout = `Lists the files of a snapshot from its manifest, without restoring it:
 homesnap ls [SNAPSHOT] (an ID or head; or --snapshot, or --at TIME; by
 default the head). One line per path: type and mode, owner (UID:GID),
-size, modification time (UTC) and path, a link's target after "->".
-Nothing is changed.`
+size, modification time (UTC) and path, a link's target after "->"
+(--output json: one object, its entries streamed). Nothing is changed.`
 
 // Ls is the ls command.
 func Ls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
+	ids, args := positional("ls", &lsConfig{}, args)
 	var cfg lsConfig
 	log, err := configure("ls", lsAbout, &cfg, &cfg.Common, args, stderr)
 	if err != nil {
 		return err
 	}
-	if id != "" {
+	if len(ids) > 1 {
+		return usageError{fmt.Errorf("ls takes one snapshot, got %s (see homesnap ls --help)", strings.Join(ids, " "))}
+	}
+	if len(ids) == 1 {
+		id := ids[0]
 		if cfg.Snapshot != "" || cfg.At != "" {
 			return usageError{errors.New("ls SNAPSHOT names the snapshot: give --snapshot or --at instead, not both")}
+		}
+		if err := checkSnapshotName(id, "ls SNAPSHOT"); err != nil {
+			return err
 		}
 		cfg.Snapshot = id
 	}
@@ -131,26 +139,21 @@ func Ls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // listFiles prints the entries of snapshot id's manifest as it streams
 // them: a home of millions of files is never held in memory.
-func listFiles(ctx context.Context, st store.Store, id string, stdout io.Writer) error {
-	if id == "" { // the head
-		head, _, err := repo.LoadHead(ctx, st)
-		if err != nil {
-			return err
-		}
-		if head == nil {
-			return fmt.Errorf("%w in %s yet", repo.ErrNoSnapshot, st)
-		}
-		id = head.Snapshot
-	}
-	everything, err := selector.New(selector.Spec{Preset: "all"})
-	if err != nil {
-		return err
-	}
-	pr, err := fetch.OpenPlan(ctx, st, id, everything, nil, nil)
+func listFiles(ctx context.Context, st store.Store, id string, asJSON bool, stdout io.Writer) error {
+	id, pr, err := openSnapshot(ctx, st, id)
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
+	if asJSON {
+		return writeJSONStream(stdout, lsHead{id, snapshotTime(id)}, "entries", func(yield func(*fileJSON, error) bool) {
+			for e, err := range pr.All(ctx) {
+				if !yield(newFileJSON(e), err) {
+					return
+				}
+			}
+		})
+	}
 	w := bufio.NewWriter(stdout)
 	for e, err := range pr.All(ctx) {
 		if err != nil {
@@ -164,4 +167,26 @@ func listFiles(ctx context.Context, st store.Store, id string, stdout io.Writer)
 			time.Unix(0, e.MTime).UTC().Format(time.RFC3339), e.Path, link)
 	}
 	return w.Flush()
+}
+
+// openSnapshot opens snapshot id's manifest (the head's for "") as a
+// checked stream of every entry, through st, the stack restoreStack
+// built for it: the one way ls and diff read a snapshot.
+func openSnapshot(ctx context.Context, st store.Store, id string) (string, *fetch.Plan, error) {
+	if id == "" { // the head
+		head, _, err := repo.LoadHead(ctx, st)
+		if err != nil {
+			return "", nil, err
+		}
+		if head == nil {
+			return "", nil, fmt.Errorf("%w in %s yet", repo.ErrNoSnapshot, st)
+		}
+		id = head.Snapshot
+	}
+	everything, err := selector.New(selector.Spec{Preset: "all"})
+	if err != nil {
+		return "", nil, err
+	}
+	pr, err := fetch.OpenPlan(ctx, st, id, everything, nil, nil)
+	return id, pr, err
 }

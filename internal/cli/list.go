@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +59,7 @@ func list(ctx context.Context, a *AgeIdentity, raw store.Store, output string, s
 		for _, r := range h.Oldest() {
 			out = append(out, listEntry{Record: r, Head: r.ID == h.Head, Unverified: unverified[r.ID]})
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTIME\tFILES\tSIZE\tNEW\tARCHIVES\tMANIFESTS\tPARENT\t")

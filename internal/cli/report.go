@@ -12,15 +12,16 @@ import (
 	"github.com/homesnap/homesnap/internal/snapshot"
 )
 
-// The results of verify, prune and `snapshot --once` with --output json:
+// The results of verify, prune and `snapshot --once` with --output json
+// (json.go has restore's, ls's and diff's):
 // one object each on standard output, its fields documented in
 // docs/usage.md ("JSON results") and kept stable: fields may be added,
 // none renamed or removed within a format version.
 
 // OutputFormat is the --output setting of the commands that print a
-// result: list, verify, check-agents, prune and snapshot --once.
+// result: every command but the sidecar, version, help and completion.
 type OutputFormat struct {
-	Output string `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of the result on standard output: text (a table for list), or json (list, verify, check-agents, prune, snapshot --once; docs/usage.md: JSON results)"`
+	Output string `envconfig:"HOMESNAP_OUTPUT" default:"text" flag:"output" desc:"format of the result on standard output: text (a table for list), or json, one documented object (docs/usage.md: JSON results; on a failure, nothing unless the result says what failed)"`
 }
 
 func (o OutputFormat) validate() error {

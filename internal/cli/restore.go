@@ -66,6 +66,9 @@ func (c *restoreConfig) validate() error {
 	if c.sel, err = c.RestoreSelection.selector(); err != nil {
 		return err
 	}
+	if err := checkSnapshotName(c.Snapshot, "--snapshot/HOMESNAP_SNAPSHOT"); err != nil {
+		return err
+	}
 	if c.At != "" {
 		if c.Snapshot != "" {
 			return usageError{errors.New("--at and --snapshot both choose the snapshot: give one")}
@@ -184,7 +187,7 @@ func restoreOrInspect(ctx context.Context, cfg *restoreConfig, log zerolog.Logge
 	st = dec.Store
 	if cfg.ls {
 		setStep("listing the snapshot's files")
-		if err := listFiles(ctx, st, snapshot, stdout); err != nil {
+		if err := listFiles(ctx, st, snapshot, cfg.json(), stdout); err != nil {
 			return fail("cannot list the snapshot's files", err)
 		}
 		return nil
@@ -223,7 +226,7 @@ func restoreOrInspect(ctx context.Context, cfg *restoreConfig, log zerolog.Logge
 		Step: setStep, AllowOlderHead: cfg.AllowUnauthenticated,
 		BeforeCommit: check.BeforeCommit, // agent continuity, on the staged tree
 	}
-	if cfg.DryRun {
+	if cfg.DryRun && !cfg.json() { // the JSON result has the counts only
 		opts.OnChange = func(c restore.Change) { fmt.Fprintf(stdout, "%s\t%s\t%d\n", c.Kind, c.Path, c.Size) }
 	}
 	var progress reporter
@@ -248,6 +251,9 @@ func restoreOrInspect(ctx context.Context, cfg *restoreConfig, log zerolog.Logge
 	if len(cfg.Only) > 0 && res.Restore != nil && res.Restore.Entries <= 1 { // the home's root alone
 		return usageError{fmt.Errorf("--only %s matched nothing in snapshot %s: nothing was restored. Patterns match paths below the home, such as jobs/NAME; a --dry-run restore into an empty --target lists what the snapshot holds",
 			strings.Join(cfg.Only, " --only "), res.Snapshot)}
+	}
+	if cfg.json() {
+		return writeJSON(stdout, newRestoreReport(path, cfg.DryRun, res, check.Outcome()))
 	}
 	if !cfg.DryRun {
 		fmt.Fprintf(stdout, "%s\t%s\n", res.Decision.Action, res.Snapshot)

@@ -145,18 +145,42 @@ func snapshotStack(ctx context.Context, a *AgeSnapshot, st store.Store, m *metri
 // restore chooses: --at chooses from the history the head names, and an
 // explicit snapshot is judged against it (the home's mark).
 func restoreStack(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot string, at time.Time, log zerolog.Logger) (*crypt.Setup, string, error) {
+	r, err := openReader(ctx, a, raw, log)
+	if err != nil {
+		return nil, "", err
+	}
+	return r.choose(ctx, snapshot, at)
+}
+
+// storeReader is the restore's stack before a snapshot is chosen: diff
+// chooses two through one, and warns about the store once.
+type storeReader struct {
+	a      *AgeIdentity
+	ids    []age.Identity
+	st     store.Store
+	tagged bool
+	log    zerolog.Logger
+}
+
+func openReader(ctx context.Context, a *AgeIdentity, raw store.Store, log zerolog.Logger) (*storeReader, error) {
 	// The restore reads the store's small objects once each: the marker
 	// and the head, which every step needs, travel together now.
 	raw = repo.ReadOnce(ctx, raw, repo.MarkerKey, repo.HeadKey)
-	fail := func(err error) (*crypt.Setup, string, error) { return nil, "", err }
 	ids, err := a.identities()
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	st, tagged, err := authenticated(ctx, a, ids, raw, false, log)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
+	return &storeReader{a, ids, st, tagged, log}, nil
+}
+
+// choose is restoreStack's choice of the snapshot and its encryption.
+func (r *storeReader) choose(ctx context.Context, snapshot string, at time.Time) (*crypt.Setup, string, error) {
+	a, st, tagged, log := r.a, r.st, r.tagged, r.log
+	fail := func(err error) (*crypt.Setup, string, error) { return nil, "", err }
 	// The rollback check and the choice with the encryption's reads are
 	// independent, so their round trips overlap.
 	var checkErr error
@@ -169,8 +193,9 @@ func restoreStack(ctx context.Context, a *AgeIdentity, raw store.Store, snapshot
 	}()
 	chosen, chooseErr := pickSnapshot(ctx, a, st, tagged, snapshot, at, log)
 	var setup *crypt.Setup
+	var err error
 	if chooseErr == nil || at.IsZero() { // an explicit snapshot's encryption is judged first
-		setup, err = crypt.ForRestore(ctx, st, crypt.Keys{Identities: ids, AllowPlaintext: a.AllowUnauthenticated}, chosen)
+		setup, err = crypt.ForRestore(ctx, st, crypt.Keys{Identities: r.ids, AllowPlaintext: a.AllowUnauthenticated}, chosen)
 	}
 	<-checked
 	if errors.Is(checkErr, store.ErrNotExist) {
