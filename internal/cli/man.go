@@ -86,7 +86,7 @@ func writeExitSection(w io.Writer, codes []int) {
 	}
 }
 
-// seeAlso is the SEE ALSO section: the other pages, and the documentation.
+// writeSeeAlso writes SEE ALSO: the other pages, and the documentation.
 func writeSeeAlso(w io.Writer, except string) {
 	var refs []string
 	for _, page := range append([]string{"homesnap"}, pageNames()...) {
