@@ -6,6 +6,11 @@
 #
 #   scripts/image.sh                      # localhost/homesnap:VERSION, this machine's arch
 #   PLATFORMS=linux/amd64,linux/arm64 IMAGE=ghcr.io/homesnap/homesnap:0.1.0 scripts/image.sh
+#   TAGS=homesnap_nominio,homesnap_nogcs,homesnap_noazure IMAGE=localhost/homesnap:s3 scripts/image.sh
+#
+# TAGS are Go build tags: each homesnap_no<backend> leaves a store backend
+# out, for a smaller image (internal/store/all; docs/kubernetes.md: The
+# image); a store URL of a backend left out then fails naming its tag.
 #
 # With several platforms IMAGE names a manifest list (push it with
 # `buildah manifest push --all IMAGE docker://IMAGE`). VERSION defaults to
@@ -20,6 +25,7 @@ VERSION=${VERSION:-$(sed -n 's/^ARG VERSION=//p' Dockerfile)}
 REVISION=${REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 PLATFORMS=${PLATFORMS:-linux/$(go env GOARCH)}
 IMAGE=${IMAGE:-localhost/homesnap:$VERSION}
+TAGS=${TAGS:-}
 CA=${CA_CERTIFICATES:-/etc/ssl/certs/ca-certificates.crt}
 
 die() { printf 'image.sh: %s\n' "$*" >&2; exit 1; }
@@ -37,8 +43,8 @@ ldflags="-s -w -buildid= -X $pkg.Version=$VERSION -X $pkg.Revision=$REVISION"
 IFS=, read -ra platforms <<<"$PLATFORMS"
 for p in "${platforms[@]}"; do
   os=${p%%/*} arch=${p#*/}
-  printf '== go build %s\n' "$p" >&2
-  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" \
+  printf '== go build %s%s\n' "$p" "${TAGS:+ -tags $TAGS}" >&2
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -tags "$TAGS" -ldflags "$ldflags" \
     -o "$ctx/${os}_$arch/bin/homesnap" ./cmd/homesnap
   for name in restore snapshot prune; do
     ln -s homesnap "$ctx/${os}_$arch/bin/$name"

@@ -92,7 +92,8 @@ seaweedfs() {
 debian() {
   local need=() pkg
   for pkg in zstd:zstd tar:tar restic:restic age:age curl:curl openssl:openssl \
-    buildah:buildah podman:podman runc:runc; do # the image (scripts/image.sh) and its container tests
+    buildah:buildah podman:podman runc:runc \
+    groff:groff-base; do # the image (scripts/image.sh) and its container tests; groff: the man pages' check
     command -v "${pkg%%:*}" >/dev/null || need+=("${pkg#*:}")
   done
   # GNU time (a shell keyword hides it from command -v): the bench and the

@@ -74,11 +74,7 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 			if s, ok := cfg.(interface{ synopsis() string }); ok { // its arguments
 				synopsis = s.synopsis()
 			}
-			fmt.Fprintf(stderr, "Usage: homesnap %s %s\n\n%s\n\nFlags (each also set by its environment variable; a flag wins):\n", name, synopsis, about)
-			for _, h := range help {
-				fmt.Fprintln(stderr, h)
-			}
-			writeExits(stderr, name)
+			writeHelp(stderr, commandHelp{name, synopsis, about, help})
 			return nil, errHelp
 		}
 		return nil, usageError{fmt.Errorf("%w (see homesnap %s --help)", err, name)}
@@ -97,9 +93,10 @@ func load(name, about string, cfg any, args []string, stderr io.Writer) ([]strin
 }
 
 // flagSet binds the flags of cfg that the command name takes to a new flag
-// set, and returns their --help lines (--version last) and settings: the
-// one definition --help, the parser and the completion scripts share.
-func flagSet(name string, cfg any) (*flag.FlagSet, []string, []setting) {
+// set, and returns their help (--version last) and settings: the one
+// definition --help, the man pages, the parser and the completion scripts
+// share.
+func flagSet(name string, cfg any) (*flag.FlagSet, []flagHelp, []setting) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var keep func(string) bool
@@ -107,10 +104,10 @@ func flagSet(name string, cfg any) (*flag.FlagSet, []string, []setting) {
 		takes := s.takes()
 		keep = func(n string) bool { return slices.Contains(takes, n) }
 	}
-	var help []string
+	var help []flagHelp
 	var settings []setting
 	bind(fs, reflect.ValueOf(cfg).Elem(), keep, &help, &settings)
-	help = append(help, "  --version\n        print the program's version and build, then exit (given alone)")
+	help = append(help, flagHelp{flag: "version", desc: "print the program's version and build, then exit (given alone)"})
 	return fs, help, settings
 }
 
@@ -195,7 +192,7 @@ func findCommon(cfg any) *Common {
 // recursing into embedded structs, with the environment's value as the
 // default. keep, if not nil, names the flags (and, for a setting without
 // a flag, the variables) to register; Common's are always registered.
-func bind(fs *flag.FlagSet, v reflect.Value, keep func(string) bool, help *[]string, settings *[]setting) {
+func bind(fs *flag.FlagSet, v reflect.Value, keep func(string) bool, help *[]flagHelp, settings *[]setting) {
 	t := v.Type()
 	if t == reflect.TypeFor[Common]() {
 		keep = nil
@@ -210,7 +207,7 @@ func bind(fs *flag.FlagSet, v reflect.Value, keep func(string) bool, help *[]str
 		if name == "" {
 			// A variable without a flag (a key's content: flags show in ps).
 			if env, desc := f.Tag.Get("envconfig"), f.Tag.Get("desc"); env != "" && desc != "" && (keep == nil || keep(env)) {
-				*help = append(*help, fmt.Sprintf("  (variable only)\n        %s [%s]", desc, env))
+				*help = append(*help, flagHelp{desc: desc, env: env})
 			}
 			continue
 		}
@@ -230,25 +227,15 @@ func bind(fs *flag.FlagSet, v reflect.Value, keep func(string) bool, help *[]str
 		if s.oldEnv != "" {
 			was = append(was, s.oldEnv)
 		}
-		arg := " " + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		arg := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		switch fv.Kind() {
 		case reflect.Bool:
 			arg = ""
 		case reflect.Slice:
 			arg += " (repeatable)"
 		}
-		def := ""
-		if d := f.Tag.Get("default"); d != "" {
-			def = ", default " + d
-		}
-		if len(was) > 0 {
-			def += "; deprecated: " + strings.Join(was, ", ")
-		}
-		if env == "" { // a deprecated mode flag: its variable is refused
-			*help = append(*help, fmt.Sprintf("  --%s%s\n        %s", name, arg, f.Tag.Get("desc")))
-			continue
-		}
-		*help = append(*help, fmt.Sprintf("  --%s%s\n        %s [%s%s]", name, arg, f.Tag.Get("desc"), env, def))
+		// A deprecated mode flag has no variable: its variable is refused.
+		*help = append(*help, flagHelp{flag: name, arg: arg, desc: f.Tag.Get("desc"), env: env, def: f.Tag.Get("default"), was: was})
 	}
 }
 

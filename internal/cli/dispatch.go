@@ -151,25 +151,24 @@ func names() []string {
 	return n
 }
 
+// intro and notes are what `homesnap --help` and homesnap(1) say
+// about the program as a whole.
+const (
+	intro = `homesnap keeps a Jenkins controller's home (agents, secrets, jobs) in a store
+across pod restarts: restore runs as an init container, snapshot as a sidecar.`
+	notes = `Every flag is also set by its HOMESNAP_* variable; no variable selects a
+command. "homesnap COMMAND --help" lists a command's flags and exit statuses.
+Through a link named restore, snapshot or prune (or homesnap-restore, ...),
+homesnap runs that command.`
+)
+
 // usage is `homesnap --help`: the commands, one line each.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `homesnap keeps a Jenkins controller's home (agents, secrets, jobs) in a store
-across pod restarts: restore runs as an init container, snapshot as a sidecar.
-
-Usage:
-  homesnap COMMAND [flags]
-
-Commands:
-`)
+	fmt.Fprintf(w, "%s\n\nUsage:\n  homesnap COMMAND [flags]\n\nCommands:\n", intro)
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, `
-Every flag is also set by its HOMESNAP_* variable; no variable selects a
-command. "homesnap COMMAND --help" lists a command's flags and exit statuses.
-Through a link named restore, snapshot or prune (or homesnap-restore, ...),
-homesnap runs that command.
-`)
+	fmt.Fprintf(w, "\n%s\n", notes)
 }
 
 func versionCommand(_ context.Context, args []string, stdout, _ io.Writer) error {

@@ -73,10 +73,11 @@ func writeExits(w io.Writer, name string) {
 func exitCode(err error) int {
 	var ue usageError
 	var se *store.Error
+	var scheme *store.SchemeError // a URL no backend of this binary opens: nothing was done
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return ExitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &scheme):
 		return ExitUsage
 	case errors.Is(err, restore.ErrDiverged), errors.Is(err, restore.ErrWouldRemoveMost):
 		return ExitRefused

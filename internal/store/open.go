@@ -18,7 +18,11 @@ type Opener func(ctx context.Context, u *url.URL) (Store, error)
 var (
 	mu      sync.RWMutex
 	openers = map[string]Opener{}
+	leftOut = map[string]leftOutBackend{} // by scheme
 )
+
+// leftOutBackend is a backend a build tag left out of this binary.
+type leftOutBackend struct{ name, tag string }
 
 // Register makes a backend available for URLs with the given scheme. It is
 // called from the backend package's init function.
@@ -29,6 +33,33 @@ func Register(scheme string, open Opener) {
 		panic("store: scheme registered twice: " + scheme)
 	}
 	openers[scheme] = open
+}
+
+// LeftOut records that the build tag tag left the backend name (GCS,
+// Azure, ...) and its URL scheme out of this binary, so that Open says so
+// rather than calling the scheme unknown. Called from an init function of
+// a file that tag selects (internal/store/all).
+func LeftOut(scheme, name, tag string) {
+	mu.Lock()
+	defer mu.Unlock()
+	leftOut[scheme] = leftOutBackend{name, tag}
+}
+
+// SchemeError is Open's answer to a URL that no backend of this binary
+// opens: a mistake in the URL, or a binary built without that backend.
+type SchemeError struct {
+	URL, Scheme string
+	Backend     string   // the backend a build tag left out, if one did
+	Tag         string   // that build tag
+	Supported   []string // the schemes this binary opens
+}
+
+func (e *SchemeError) Error() string {
+	if e.Backend != "" {
+		return fmt.Sprintf("store %s: this homesnap was built without %s support (build tag %s); use the full image or a release binary, which have every backend (this one opens: %s)",
+			e.URL, e.Backend, e.Tag, strings.Join(e.Supported, ", "))
+	}
+	return fmt.Sprintf("store %s: unknown scheme %q (supported: %s)", e.URL, e.Scheme, strings.Join(e.Supported, ", "))
 }
 
 // ErrNoStore is Open's answer to an empty URL.
@@ -47,9 +78,10 @@ func Open(ctx context.Context, raw string) (Store, error) {
 	}
 	mu.RLock()
 	open, ok := openers[u.Scheme]
+	out := leftOut[u.Scheme]
 	mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("store %s: unknown scheme %q (supported: %s)", RedactURL(u), u.Scheme, strings.Join(Schemes(), ", "))
+		return nil, &SchemeError{URL: RedactURL(u), Scheme: u.Scheme, Backend: out.name, Tag: out.tag, Supported: Schemes()}
 	}
 	s, err := open(ctx, u)
 	if err != nil {
