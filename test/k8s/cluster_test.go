@@ -412,7 +412,7 @@ func (e *env) waitPod(t *testing.T, ns, name, what string, limit time.Duration, 
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s/%s: %s: not within %v; last seen:\n%s", ns, name, what, limit, podSummary(last))
+			t.Fatalf("%s/%s: %s: not within %v; last seen:\n%s%s", ns, name, what, limit, podSummary(last), e.nodeSummary())
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -430,6 +430,27 @@ func (e *env) podGone(t *testing.T, ns string, p *corev1.Pod) {
 			t.Fatalf("%s/%s not gone within 4 minutes:\n%s", ns, p.Name, podSummary(q))
 		}
 	}
+}
+
+// nodeSummary names each node's taints and the conditions it reports
+// besides Ready: a pod that is never scheduled waits on one of them (such
+// as disk-pressure, when the machine's disk is nearly full).
+func (e *env) nodeSummary() string {
+	nodes, err := e.cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return "nodes: " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	for _, n := range nodes.Items {
+		fmt.Fprintf(&b, "node %s: taints %v", n.Name, n.Spec.Taints)
+		for _, c := range n.Status.Conditions {
+			if c.Type != corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				fmt.Fprintf(&b, "; %s: %s", c.Type, c.Message)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func podSummary(p *corev1.Pod) string {
