@@ -98,7 +98,7 @@ func logText(r *rand.Rand, size int) []byte {
 func writeArchive(b *testing.B, c *archive.Compressor, files []benchFile, out *bytes.Buffer) {
 	fw := archive.NewFrameWriter(c, func(frame []byte) error {
 		out.Write(frame)
-		archive.ReleaseFrame(frame)
+		c.Release(frame)
 		return nil
 	})
 	for i := range files {
@@ -137,6 +137,33 @@ func BenchmarkFrameWriter(b *testing.B) {
 				writeArchive(b, c, files, &out)
 			}
 			b.ReportMetric(float64(total)/float64(out.Len()), "ratio")
+		})
+	}
+}
+
+// BenchmarkFrameOfContent is what one 2 MiB frame costs at the default
+// level by content: random bytes (archived artifacts, which do not
+// compress) against console-log text. It says whether storing frames that
+// do not compress without the encoder would save anything (issue 33).
+func BenchmarkFrameOfContent(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	random := make([]byte, archive.FrameSize)
+	rand.NewChaCha8([32]byte{3}).Read(random)
+	for _, c := range []struct {
+		name string
+		raw  []byte
+	}{{"random", random}, {"log", logText(r, archive.FrameSize)[:archive.FrameSize]}} {
+		b.Run(c.name, func(b *testing.B) {
+			comp, err := archive.NewCompressor(zstd.SpeedFastest, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(c.raw)))
+			var out []byte
+			for b.Loop() {
+				out = comp.Frame(c.raw, out[:0])
+			}
+			b.ReportMetric(float64(len(c.raw))/float64(len(out)), "ratio")
 		})
 	}
 }

@@ -24,19 +24,31 @@ type Level = zstd.EncoderLevel
 // concurrent use.
 type Compressor struct {
 	enc *zstd.Encoder
+	// frames holds buffers with room for the largest frame, so that the
+	// encoder never grows one (a frame that hardly compresses used to grow
+	// a smaller buffer by append, four copies).
+	frames *Buffers
 }
+
+// frameSlack is how far a frame's tar bytes may run past FrameSize: the
+// frame is cut before a write once full, and writers hand over at most
+// this much at once (a larger write still works, in a grown buffer).
+const frameSlack = 256 << 10
 
 // NewCompressor returns a compressor for up to concurrency parallel frames.
 func NewCompressor(level Level, concurrency int) (*Compressor, error) {
+	concurrency = max(1, concurrency)
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(level),
-		zstd.WithEncoderConcurrency(max(1, concurrency)),
+		zstd.WithEncoderConcurrency(concurrency),
 		zstd.WithEncoderCRC(true),
 		zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		return nil, err
 	}
-	return &Compressor{enc: enc}, nil
+	// Frames in flight: one being filled per worker and a couple each
+	// waiting to be written; more than that are left to the collector.
+	return &Compressor{enc: enc, frames: NewBuffers(2*concurrency+2, enc.MaxEncodedSize(FrameSize+frameSlack))}, nil
 }
 
 // Frame compresses raw into one complete frame appended to dst.
@@ -44,6 +56,47 @@ func (c *Compressor) Frame(raw, dst []byte) []byte { return c.enc.EncodeAll(raw,
 
 // EndFrame is the frame that closes an archive: tar's end-of-archive marker.
 func (c *Compressor) EndFrame() []byte { return c.Frame(make([]byte, 1024), nil) }
+
+// Release hands back a frame the FrameWriter emitted once it is written;
+// the frame must not be used after.
+func (c *Compressor) Release(frame []byte) { c.frames.Put(frame) }
+
+// Buffers is a bounded free list of byte buffers of one capacity. Unlike a
+// sync.Pool it is not emptied by garbage collections, which come several
+// times a second during a snapshot under the sidecar's memory limit, each
+// new multi-MiB buffer then costing an allocation, zeroing and page
+// faults. It lives as long as its owner (one snapshot's pipeline), so an
+// idle sidecar keeps none.
+type Buffers struct {
+	free chan []byte
+	size int
+}
+
+// NewBuffers returns a free list keeping up to n buffers of size bytes.
+func NewBuffers(n, size int) *Buffers { return &Buffers{free: make(chan []byte, n), size: size} }
+
+// Get returns an empty buffer with room for size bytes.
+func (b *Buffers) Get() []byte {
+	select {
+	case p := <-b.free:
+		return p
+	default:
+		return make([]byte, 0, b.size)
+	}
+}
+
+// Put hands p back for reuse; p must not be used after. A buffer smaller
+// than size (not one of Get's), or one more than the list keeps, is left
+// to the collector.
+func (b *Buffers) Put(p []byte) {
+	if cap(p) < b.size {
+		return
+	}
+	select {
+	case b.free <- p[:0]:
+	default:
+	}
+}
 
 // FrameWriter lays entries out as a tar stream and cuts it into frames,
 // handing each compressed frame to emit. A frame holding a header always
@@ -61,7 +114,7 @@ type FrameWriter struct {
 // NewFrameWriter returns a writer that emits frames through emit.
 func NewFrameWriter(c *Compressor, emit func(frame []byte) error) *FrameWriter {
 	f := &FrameWriter{c: c}
-	f.raw.Grow(FrameSize + 256<<10)
+	f.raw.Grow(FrameSize + frameSlack)
 	f.Reset(emit)
 	return f
 }
@@ -117,7 +170,7 @@ func (f *FrameWriter) Cut() error {
 
 func (f *FrameWriter) cut(midEntry bool) error {
 	if f.raw.Len() > 0 {
-		frame := f.c.Frame(f.raw.Bytes(), frameBuffer())
+		frame := f.c.Frame(f.raw.Bytes(), f.c.frames.Get())
 		f.raw.Reset()
 		f.frames++
 		if err := f.emit(frame); err != nil {
@@ -127,20 +180,6 @@ func (f *FrameWriter) cut(midEntry bool) error {
 	f.midEntry = midEntry
 	return nil
 }
-
-// Compressed frames are pooled: at several MiB each they would otherwise
-// dominate the garbage a snapshot makes.
-var framePool sync.Pool
-
-func frameBuffer() []byte {
-	if b, ok := framePool.Get().(*[]byte); ok {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, FrameSize/2)
-}
-
-// ReleaseFrame hands a frame's buffer back for reuse once it is written.
-func ReleaseFrame(frame []byte) { framePool.Put(&frame) }
 
 // tarHeader describes e as a tar header. Owner names are left out on
 // purpose: numeric ids are what a container restores.

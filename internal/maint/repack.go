@@ -220,7 +220,7 @@ func writeRepacked(ctx context.Context, o RepackOptions, id string, l *liveness,
 		offs, lens = append(offs, pos), append(lens, int64(len(frame)))
 		pos += int64(len(frame))
 		_, err := up.Write(frame)
-		archive.ReleaseFrame(frame)
+		comp.Release(frame)
 		return err
 	})
 	type placed struct {

@@ -174,7 +174,7 @@ func (s *writer) importArchive(ctx context.Context, tr *tar.Reader, o *ImportOpt
 	fw := archive.NewFrameWriter(comp, func(frame []byte) error {
 		offs, lens = append(offs, up.Written()), append(lens, int64(len(frame)))
 		_, err := up.Write(frame)
-		archive.ReleaseFrame(frame)
+		comp.Release(frame)
 		return err
 	})
 	fail := func(err error) ([]importing, int64, error) { return nil, 0, up.Abort(err) }

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"context"
 	"slices"
-	"sync"
 
 	"github.com/homesnap/homesnap/internal/archive"
 )
@@ -22,12 +21,9 @@ const (
 	readChunk = 256 << 10
 )
 
-// loadBuffers hold the bytes loaded for one job: at most a frame of new
+// loadSize is the room a job's loaded bytes need: at most a frame of new
 // bytes and the last file that crossed it.
-var loadBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 0, archive.FrameSize+readChunk)
-	return &b
-}}
+const loadSize = archive.FrameSize + readChunk
 
 // load reads the job's small new files into j.data. An error is kept in
 // j.err for the job's worker to report in order.
@@ -42,7 +38,7 @@ func (s *snapshotter) load(ctx context.Context, j *job) {
 			return
 		}
 		if j.data == nil {
-			j.data = *loadBuffers.Get().(*[]byte)
+			j.data = s.loads.Get()
 		}
 		if j.err = s.loadFile(j, it); j.err != nil {
 			return
@@ -72,10 +68,9 @@ func (s *snapshotter) loadFile(j *job, it *item) error {
 }
 
 // releaseLoad returns a processed job's buffer for reuse.
-func releaseLoad(j *job) {
+func (s *snapshotter) releaseLoad(j *job) {
 	if j.data != nil {
-		b := j.data[:0]
-		loadBuffers.Put(&b)
+		s.loads.Put(j.data)
 		j.data = nil
 	}
 }

@@ -199,6 +199,9 @@ type snapshotter struct {
 	src  source
 	home homefs.Dir // open while run runs
 	comp *archive.Compressor
+	// loads holds the buffers of the jobs' loaded bytes, one per job in
+	// flight.
+	loads *archive.Buffers
 	// What the parent and this snapshot select, for the shrink guard;
 	// written by produce, read after it ends.
 	parentCensus, census census
@@ -269,6 +272,7 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 	// always loading or in a worker and the sequencer never waits on a job
 	// that waits for it. work holds the jobs the loaders read ahead.
 	order := make(chan *job, s.o.Jobs+loaders+1) // bounds the jobs in flight
+	s.loads = archive.NewBuffers(cap(order)+1, loadSize)
 	load, work := make(chan *job), make(chan *job, loaders)
 	var cnt counts
 	g.Go(func() error {
@@ -293,7 +297,7 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 			for j := range work {
 				<-j.loaded
 				s.process(gctx, j, fw, buf)
-				releaseLoad(j)
+				s.releaseLoad(j)
 			}
 			return nil
 		})
@@ -596,7 +600,7 @@ func (s *snapshotter) sequence(ctx context.Context, j *job, w *repo.LazyUpload, 
 		}
 		offs, lens = append(offs, w.Written()), append(lens, int64(len(frame)))
 		_, err := w.Write(frame)
-		archive.ReleaseFrame(frame)
+		s.comp.Release(frame)
 		if err != nil {
 			return err
 		}
