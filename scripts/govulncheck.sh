@@ -26,6 +26,9 @@ if [ "$VULNDB_VERSION" = latest ]; then
   VULNDB_VERSION=$(go list -m -f '{{.Version}}' golang.org/x/vulndb@latest)
 fi
 
+# The tools build with the other builds' flags (scripts/install-test-deps.sh),
+# so that the standard library compiles once on a fresh machine.
+export CGO_ENABLED=0 GOFLAGS=-trimpath
 govulncheck=$tools/vuln/$VULN_VERSION/govulncheck
 if [ ! -x "$govulncheck" ]; then
   echo "govulncheck.sh: installing govulncheck $VULN_VERSION" >&2
@@ -45,5 +48,6 @@ if [ ! -f "$db/index/db.json" ]; then
 fi
 
 cd "$module"
+unset CGO_ENABLED GOFLAGS # the module as a user builds it
 echo "govulncheck.sh: $(go version | cut -d' ' -f3), database golang.org/x/vulndb@$VULNDB_VERSION" >&2
 exec "$govulncheck" -db "file://$db" "$@" ./...

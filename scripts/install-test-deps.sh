@@ -24,7 +24,9 @@ export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older
 TOOLS=${HOMESNAP_TOOLS:-$HOME/.cache/homesnap-tools}
 BIN=$TOOLS/bin
 mkdir -p "$BIN"
-export GOFLAGS=-mod=mod
+# -trimpath and no cgo, as the release, Kubernetes and the image build: the
+# standard library and any module they have in common compile once.
+export GOFLAGS='-mod=mod -trimpath' CGO_ENABLED=0
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -51,17 +53,28 @@ gotools=(
 SEAWEEDFS=v0.0.0-20261109003541-7506e5f91cd6
 AZURITE=3.35.0 # 3.36+ needs Node 22
 
-# gotool NAME VERSION PACKAGE[:AS]...: builds into $TOOLS/NAME/VERSION and
-# links bin/. -ldflags=-s -w: no symbol table or DWARF, which nobody reads
+# Build flags. -ldflags=-s -w: no symbol table or DWARF, which nobody reads
 # here and whose writing is much of the time spent linking these binaries.
+# The tools that run briefly (helm, goreleaser, the SBOM) or serve the
+# tests' small requests (the servers) are compiled without optimisation or
+# inlining (-N -l): about a quarter less compile CPU (versitygw: 226 s
+# against 171 s), for code nobody profiles. The standard library keeps the
+# default flags (std=), so that its compile is shared with the other
+# builds'. staticcheck is optimised: it analyses the whole module.
+quick=(-ldflags='-s -w' '-gcflags=all=-N -l' -gcflags=std=)
+optimised=(-ldflags='-s -w')
+
+# gotool NAME VERSION PACKAGE[:AS]...: builds into $TOOLS/NAME/VERSION and
+# links bin/.
 gotool() {
-  local name=$1 version=$2 dir=$TOOLS/$1/$2 p pkgs=()
+  local name=$1 version=$2 dir=$TOOLS/$1/$2 p pkgs=() flags=("${quick[@]}")
   shift 2
+  [ "$name" != staticcheck ] || flags=("${optimised[@]}")
   for p; do pkgs+=("${p%%:*}@$version"); done
   if [ ! -d "$dir" ]; then
     log "go install ${pkgs[*]}"
     rm -rf "$dir.tmp"
-    GOBIN=$dir.tmp go install -ldflags='-s -w' "${pkgs[@]}"
+    GOBIN=$dir.tmp go install "${flags[@]}" "${pkgs[@]}"
     for p; do
       [[ $p != *:* ]] || mv "$dir.tmp/$(binary "${p%%:*}")" "$dir.tmp/${p#*:}"
     done
@@ -171,7 +184,7 @@ dir=$TOOLS/seaweedfs/$SEAWEEDFS
 if [ ! -d "$dir" ]; then
   log "building SeaweedFS $SEAWEEDFS"
   rm -rf "$dir.tmp"
-  seaweedfs -ldflags='-s -w' -o "$dir.tmp/weed"
+  seaweedfs "${quick[@]}" -o "$dir.tmp/weed"
   mv "$dir.tmp" "$dir"
 fi
 link seaweedfs "$SEAWEEDFS" weed

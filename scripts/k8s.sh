@@ -473,7 +473,8 @@ test_() {
 	mkdir -p "$bin"
 	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$bin/" ./cmd/homesnap ./cmd/genhome)
 	ln -sf homesnap "$bin/restore" && ln -sf homesnap "$bin/snapshot" # as the image installs them
-	(cd "$ROOT/test/k8s" && go vet ./... && go test -c -o "$bin/k8s.test" .)
+	# The Kubernetes build's flags: the standard library compiles once.
+	(cd "$ROOT/test/k8s" && export CGO_ENABLED=0 GOFLAGS=-trimpath && go vet ./... && go test -c -o "$bin/k8s.test" .)
 	cd "$ROOT/test/k8s"
 	PATH=$TOOLS/bin:$PATH HOMESNAP_K8S_STATE=$STATE HOMESNAP_K8S_BIN=$bin HOMESNAP_K8S_IMAGE=$IMAGE HOMESNAP_K8S_STANDIN=$STANDIN HOMESNAP_K8S_RELOADER=$RELOADER \
 		innet "$bin/k8s.test" -test.v -test.count=1 -test.timeout=40m "$@"
