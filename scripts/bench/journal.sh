@@ -7,7 +7,8 @@
 # 1. A sidecar with --journal auto (--interval 1h: only what the script
 #    asks for runs; metrics on a loopback listener), started with the page
 #    cache dropped when that is possible: the time its journal took to
-#    open (every selected directory watched), its first snapshot
+#    open (every selected directory watched) and when it was on since the
+#    start, its first snapshot
 #    (a full walk into an empty store), then an idle window with nothing
 #    changing: its CPU from /proc/PID/stat (utime + stime, extrapolated to
 #    an hour) and its wakeups (context switches of all its threads), its
@@ -119,6 +120,16 @@ for line in open(sys.argv[1]):
     try: e = json.loads(line)
     except ValueError: continue
     if e.get("message", "").startswith(sys.argv[2]): print(e.get(sys.argv[3], "")); break' "$@"; }
+# since LOG MESSAGE: seconds from the sidecar's first log line to the first
+# line whose message starts with MESSAGE (the log's times are whole seconds).
+since() { python3 -c 'import json, sys, datetime
+t0 = None
+for line in open(sys.argv[1]):
+    try: e = json.loads(line)
+    except ValueError: continue
+    t = datetime.datetime.fromisoformat(e["time"].replace("Z", "+00:00"))
+    t0 = t0 or t
+    if e.get("message", "").startswith(sys.argv[2]): print(int((t - t0).total_seconds())); break' "$@"; }
 # kicks LOG: KICKS snapshots on SIGUSR1, one after the other.
 kicks() {
   local n
@@ -148,15 +159,16 @@ if drop; then start_cache=cold; else start_cache=warm; fi # as after a node's re
 log "sidecar with --journal auto, $start_cache cache, load $(load)"
 sidecar auto "$on"
 await "$on" 1
-# The journal opens beside the first snapshot, which walks without it when
-# it starts first; then the first snapshot with the journal walks too
-# ("started"), before the kicks.
+# The journal opens after the first snapshot, which walks without it; then
+# the first snapshot with the journal walks too ("started"), before the
+# kicks.
 until grep -q '"message":"\(change journal on\|no change journal\)' "$on"; do
   kill -0 "$pid" 2>/dev/null || { echo "journal: the sidecar exited:" >&2; tail -5 "$on" >&2; exit 1; }
   sleep 0.2
 done
 grep -q '"message":"change journal on' "$on" || { echo "journal: the journal did not open:" >&2; grep -i journal "$on" >&2; exit 1; }
 opened=$(field "$on" "change journal on" opened_in)
+on_at=$(since "$on" "change journal on")
 first=$(elapsed "$on" | head -1)
 kicked=2 # the first kick's line
 if [ "${first%% *}" = - ]; then
@@ -166,7 +178,7 @@ if [ "${first%% *}" = - ]; then
 fi
 watches=$(curl -fsS "http://$LISTEN/metrics" | awk '$1 == "homesnap_journal_watches" {print $2}')
 rss_first=$(status VmRSS) hwm_first=$(status VmHWM)
-log "journal opened in $opened ms with $watches watches; first snapshot ${first#* } ms; RSS $(mib "$rss_first") MiB, peak $(mib "$hwm_first") MiB"
+log "journal opened in $opened ms with $watches watches, on ${on_at} s after the sidecar started; first snapshot ${first#* } ms; RSS $(mib "$rss_first") MiB, peak $(mib "$hwm_first") MiB"
 
 log "idle for $IDLE s, load $(load)"
 load_idle0=$(load)
@@ -220,6 +232,7 @@ echo
 echo "| | journal on | journal off |"
 echo "|---|---|---|"
 echo "| journal open (every directory watched), $start_cache cache | $(s "$opened") s, $watches watches | |"
+echo "| journal on, since the sidecar started ($start_cache cache) | $on_at s | |"
 echo "| first snapshot after start | $(s "${first#* }") s (${first% *}, into an empty store) | $(s "$off_first") s (walk, nothing to store) |"
 echo "| nothing changed, $KICKS × SIGUSR1, elapsed (ms, sorted) | $on_kicks($on_modes) | $off_kicks |"
 echo "| nothing changed, \`snapshot --once\`, $cache cache | | $once_wall s, $(mib "$once_rss") MiB peak |"
