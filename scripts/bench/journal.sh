@@ -231,7 +231,7 @@ echo "- fs.inotify.max_user_watches $watches_before$([ "$watches_before" -ge "$n
 echo
 echo "| | journal on | journal off |"
 echo "|---|---|---|"
-echo "| journal open (every directory watched), $start_cache cache | $(s "$opened") s, $watches watches | |"
+echo "| journal open (every directory watched; the sidecar started with a $start_cache cache) | $(s "$opened") s, $watches watches | |"
 echo "| journal on, since the sidecar started ($start_cache cache) | $on_at s | |"
 echo "| first snapshot after start | $(s "${first#* }") s (${first% *}, into an empty store) | $(s "$off_first") s (walk, nothing to store) |"
 echo "| nothing changed, $KICKS × SIGUSR1, elapsed (ms, sorted) | $on_kicks($on_modes) | $off_kicks |"
