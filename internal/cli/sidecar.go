@@ -147,9 +147,10 @@ func (c *snapshotConfig) journalOpener(opts snapshot.Options, m *metrics.Metrics
 		log.Info().Msg("opening the change journal; snapshots walk the whole home until it is open")
 		time.Sleep(delay)
 		// The open usually follows the first snapshot (runner.Options),
-		// whose garbage the heap still holds; the watches it allocates
-		// (~110 bytes each, 300,000 at a million files) came on top of it,
-		// raising the sidecar's peak RSS by ~20 MiB.
+		// whose garbage the heap still holds; the listings and watches it
+		// allocates (~110 bytes a watch, 300,000 at a million files) would
+		// come on top of it (BENCHMARKS.md: the open after the first
+		// snapshot).
 		debug.FreeOSMemory()
 		j, err := snapshot.OpenChangeJournal(&homefs.Home{Dir: own, Path: opts.Home.Path}, opts.Selector, c.JournalVerify)
 		if err != nil {

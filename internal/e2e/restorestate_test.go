@@ -316,11 +316,16 @@ func TestKilledRestoreIsUndoneBeforeTheNextDecision(t *testing.T) {
 		if _, err := os.Stat(journal); journal == "" || err != nil {
 			continue // the commit finished first
 		}
+		commitLog, _ := os.ReadFile(journal)
 		r := run(t, "restore", env, "--home", home)
 		if logField(r.stderr, "undoing the moves of an interrupted restore", "steps") == nil {
 			t.Errorf("no interrupted restore was undone (exit %d):\n%s", r.code, tail(r.stderr, 3000))
 		}
 		same(t, "home after undoing the killed restore", before, noDirTimes(selectedTree(t, home)))
+		if t.Failed() { // seen once (2026-12-06): every file left new; what the log held and the undoing restore said
+			t.Logf("the killed restore's commit log:\n%s", tail(string(commitLog), 3000))
+			t.Logf("the restore after the kill exited %d:\n%s", r.code, tail(r.stderr, 6000))
+		}
 		if m, _ := filepath.Glob(filepath.Join(home, ".homesnap-restore-*")); len(m) > 0 {
 			t.Errorf("left behind: %v", m)
 		}

@@ -47,8 +47,8 @@ type Options struct {
 	// port's probes nor a snapshot, the final one included. Tests slow it
 	// down to show that. It starts while nothing else reads the home: during
 	// the wait for Jenkins (Start), or else once the first snapshot's walk
-	// has read every directory it lists (a million-file home's open took
-	// 27 s alone cold, 81 s beside that walk, and a few seconds after it).
+	// has read every directory it lists (at a million files the open took
+	// 27 s alone on a cold cache, 62-68 s beside that walk, 5-6 s after it).
 	// The runner closes what it returns.
 	OpenJournal func() (*snapshot.ChangeJournal, error)
 	// DemandSpacing is the least time between two snapshots asked for
