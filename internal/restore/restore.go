@@ -253,6 +253,10 @@ type restoreHooks struct {
 	// rename replaces renameat for the commit and its rollback (nil: the
 	// system call), to simulate a volume out of inodes or space.
 	rename func(fromDir int, from string, toDir int, to string) error
+	// killCleanup simulates the process dying while it removes the
+	// staging directory after a commit, stage being that directory's
+	// descriptor: true stops the cleanup there.
+	killCleanup func(stage int) bool
 }
 
 type restorer struct {
@@ -408,6 +412,18 @@ func (r *restorer) removeStage() error {
 func (r *restorer) cleanup(committed, keep bool) {
 	if keep {
 		return
+	}
+	if committed && r.stageFD >= 0 {
+		// The commit is complete: its log goes first. A process killed
+		// while the rest is removed (the tree half gone) must leave no log
+		// for the next restore to undo: the moves it lists can no longer
+		// all be taken back, and the home is already what was asked for.
+		if err := unix.Unlinkat(r.stageFD, commitLogName, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			r.o.Log.Warn().Err(err).Str("dir", r.abs(r.stageDir)).Msg("could not remove the commit log of a completed restore")
+		}
+		if r.s.hooks.killCleanup != nil && r.s.hooks.killCleanup(r.stageFD) {
+			return
+		}
 	}
 	if err := r.removeStage(); err != nil {
 		r.o.Log.Warn().Err(err).Str("dir", r.abs(r.stageDir)).Msg("could not remove the staging directory")
