@@ -172,7 +172,7 @@ func TestFramesReuseReleasedBuffers(t *testing.T) {
 
 func TestBuffersKeepWhatTheyCanReuse(t *testing.T) {
 	b := NewBuffers(2, 100)
-	p, q, r := b.Get(), b.Get(), b.Get()
+	p, q, r := b.Get(100), b.Get(60), b.Get(26)
 	if len(p) != 0 || cap(p) < 100 {
 		t.Fatalf("Get: len %d cap %d, want an empty buffer with room for 100", len(p), cap(p))
 	}
@@ -181,10 +181,30 @@ func TestBuffersKeepWhatTheyCanReuse(t *testing.T) {
 	b.Put(make([]byte, 10)) // not one of Get's: too small to keep
 	b.Put(q)
 	b.Put(r) // past what the list keeps
-	if got := b.Get(); &got[:1][0] != &p[0] || len(got) != 0 {
+	if got := b.Get(100); &got[:1][0] != &p[0] || len(got) != 0 {
 		t.Errorf("Get after Put returned another buffer, or a non-empty one (len %d)", len(got))
 	}
-	if got := b.Get(); cap(got) < 100 {
+	if got := b.Get(100); cap(got) < 100 {
 		t.Errorf("a small buffer was kept: cap %d", cap(got))
+	}
+}
+
+// TestBuffersGiveSmallNeedsSmallBuffers: a few KB of changes to compress
+// or load take a buffer of their size, not a kept full-size one, and leave
+// the kept ones alone.
+func TestBuffersGiveSmallNeedsSmallBuffers(t *testing.T) {
+	b := NewBuffers(2, 1000)
+	full := b.Get(1000)
+	b.Put(full)
+	small := b.Get(250)
+	if cap(small) != 250 {
+		t.Errorf("Get(250) of a list of 1000-byte buffers: cap %d, want 250", cap(small))
+	}
+	b.Put(small) // too small to keep
+	if got := b.Get(251); &got[:1][0] != &full[:1][0] {
+		t.Errorf("Get(251) did not return the kept full-size buffer (cap %d)", cap(got))
+	}
+	if got := b.Get(5000); cap(got) < 5000 {
+		t.Errorf("Get(5000) beyond the list's size: cap %d", cap(got))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -137,10 +138,7 @@ func (m *ManifestWriter) WriteOver(e, base *Entry) error {
 		m.totals.Files++
 		m.totals.Bytes += e.Size
 	}
-	if e.Archive != "" && !m.seen[e.Archive] {
-		m.seen[e.Archive] = true
-		m.totals.Archives = append(m.totals.Archives, e.Archive)
-	}
+	m.archive(e.Archive)
 	if m.delta && base != nil && e.Equal(base) {
 		return nil
 	}
@@ -148,6 +146,52 @@ func (m *ManifestWriter) WriteOver(e, base *Entry) error {
 	m.line = appendEntry(m.line[:0], e)
 	_, err := m.bw.Write(m.line)
 	return err
+}
+
+func (m *ManifestWriter) archive(a string) {
+	if a != "" && !m.seen[a] {
+		m.seen[a] = true
+		m.totals.Archives = append(m.totals.Archives, a)
+	}
+}
+
+// Tally sums entries of a snapshot that its delta manifest's base has as
+// they are (Equal), which the delta leaves out: a snapshot carries their
+// count from its walk to the manifest instead of the entries, which at a
+// million files held tens of MB while the walk ran ahead of the writer.
+type Tally struct {
+	Entries, Files, Bytes int64
+	Archives              []string // those the entries refer to, in the order met
+}
+
+// Add counts e.
+func (t *Tally) Add(e *Entry) {
+	t.Entries++
+	if e.Type == TypeFile {
+		t.Files++
+		t.Bytes += e.Size
+	}
+	// Neighbouring entries mostly share an archive: the list is searched
+	// only where it changes.
+	if a := e.Archive; a != "" && (len(t.Archives) == 0 || t.Archives[len(t.Archives)-1] != a) && !slices.Contains(t.Archives, a) {
+		t.Archives = append(t.Archives, a)
+	}
+}
+
+// Unchanged counts t's entries where they fall in the order, as WriteOver
+// of each with its equal base entry would: in the totals, without a line.
+// Only a delta leaves entries out.
+func (m *ManifestWriter) Unchanged(t *Tally) error {
+	if !m.delta {
+		return errors.New("manifest: entries left out of a full manifest")
+	}
+	m.totals.Entries += t.Entries
+	m.totals.Files += t.Files
+	m.totals.Bytes += t.Bytes
+	for _, a := range t.Archives {
+		m.archive(a)
+	}
+	return nil
 }
 
 // Delete records that the base's path is gone from the snapshot: a delta

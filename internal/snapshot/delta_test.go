@@ -138,8 +138,18 @@ func TestIncrementalManifestCostsWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	fullStore := snaptest.NewStore(t)
-	if res := snaptest.Snap(t, home, fullStore); len(res.Manifests) != 1 {
-		t.Fatalf("a first snapshot wrote manifests %v", res.Manifests)
+	full := snaptest.Snap(t, home, fullStore)
+	if len(full.Manifests) != 1 {
+		t.Fatalf("a first snapshot wrote manifests %v", full.Manifests)
+	}
+	// The delta counts the entries it leaves out without carrying them:
+	// its totals are still the whole snapshot's.
+	if got, want := second.Totals, full.Totals; got.Entries != want.Entries || got.Files != want.Files || got.Bytes != want.Bytes {
+		t.Errorf("delta totals %d entries, %d files, %d bytes; a full snapshot of the same home has %d, %d, %d",
+			got.Entries, got.Files, got.Bytes, want.Entries, want.Files, want.Bytes)
+	}
+	if got := slices.Sorted(slices.Values(second.Totals.Archives)); !slices.Equal(got, []string{first.ID, second.ID}) {
+		t.Errorf("delta refers to archives %v, want %s and %s", got, first.ID, second.ID)
 	}
 	if err := restoreInto(viaFull, fullStore, ""); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ const loadSize = archive.FrameSize + readChunk
 func (s *snapshotter) load(ctx context.Context, j *job) {
 	for i := range j.items {
 		it := &j.items[i]
-		if !it.write || it.fromStore || it.e.Type != archive.TypeFile || it.e.Size > readChunk {
+		if !loadable(it) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -38,12 +38,17 @@ func (s *snapshotter) load(ctx context.Context, j *job) {
 			return
 		}
 		if j.data == nil {
-			j.data = s.loads.Get()
+			j.data = s.loads.Get(j.loads)
 		}
 		if j.err = s.loadFile(j, it); j.err != nil {
 			return
 		}
 	}
+}
+
+// loadable: a loader reads it ahead (a small file the snapshot writes).
+func loadable(it *item) bool {
+	return it.write && !it.fromStore && it.e.Type == archive.TypeFile && it.e.Size <= readChunk
 }
 
 func (s *snapshotter) loadFile(j *job, it *item) error {

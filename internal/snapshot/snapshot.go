@@ -230,9 +230,12 @@ type item struct {
 	// base is the entry the delta manifest's base has at the path, so an
 	// unchanged entry is left out of the delta; with e nil, the path is
 	// gone since the base.
-	base        *archive.Entry
-	prev        *archive.Entry // the parent's entry at the path, if any
-	write       bool
+	base  *archive.Entry
+	prev  *archive.Entry // the parent's entry at the path, if any
+	write bool
+	// same, when set, stands for entries in a row that the delta's base
+	// has as they are: counted, not carried (e, base and prev are nil).
+	same        *archive.Tally
 	fromStore   bool // a consolidation copies the bytes from the entry's old archive
 	loaded      bool // a loader read the file's bytes into job.data at at
 	at          int
@@ -241,6 +244,7 @@ type item struct {
 
 type job struct {
 	items  []item
+	loads  int           // the bytes of its files a loader reads, as the walk found them
 	loaded chan struct{} // closed when its loader is done; err is set before
 	data   []byte        // the bytes of its loaded items
 	frames chan []byte   // closed when the job is done; err is set before
@@ -378,8 +382,13 @@ type cutter struct {
 	ctx     context.Context
 	q       jobQueues
 	cur     *job
-	pending int
+	pending int // bytes the job writes
+	entries int // entries in the job, counted ones included
 }
+
+// maxJobEntries cuts a job of many entries that write little, so that the
+// jobs in flight hold a bounded number of entries.
+const maxJobEntries = 8192
 
 func (c *cutter) add(it item) error {
 	e := it.e
@@ -390,10 +399,27 @@ func (c *cutter) add(it item) error {
 		}
 	}
 	c.cur.items = append(c.cur.items, it)
+	c.entries++
 	if it.write {
 		c.pending += 512 + int(min(e.Size, archive.FrameSize))
+		if loadable(&it) {
+			c.cur.loads += int(e.Size)
+		}
 	}
-	if big || c.pending >= archive.FrameSize || len(c.cur.items) >= 8192 {
+	if big || c.pending >= archive.FrameSize || c.entries >= maxJobEntries {
+		return c.flush()
+	}
+	return nil
+}
+
+// same adds an entry that the delta's base has as it is, as a count: the
+// jobs are cut where they were when it was an item.
+func (c *cutter) same(e *archive.Entry) error {
+	if n := len(c.cur.items); n == 0 || c.cur.items[n-1].same == nil {
+		c.cur.items = append(c.cur.items, item{same: &archive.Tally{}})
+	}
+	c.cur.items[len(c.cur.items)-1].same.Add(e)
+	if c.entries++; c.entries >= maxJobEntries {
 		return c.flush()
 	}
 	return nil
@@ -412,7 +438,7 @@ func (c *cutter) flush() error {
 			return context.Cause(c.ctx)
 		}
 	}
-	c.cur, c.pending = &job{}, 0
+	c.cur, c.pending, c.entries = &job{}, 0, 0
 	return nil
 }
 
@@ -609,6 +635,12 @@ func (s *snapshotter) sequence(ctx context.Context, j *job, w *repo.LazyUpload, 
 		return j.err
 	}
 	for _, it := range j.items {
+		if it.same != nil {
+			if err := mw.Unchanged(it.same); err != nil {
+				return err
+			}
+			continue
+		}
 		e := it.e
 		if e == nil { // gone since the base, or vanished before it was read
 			if it.base != nil {

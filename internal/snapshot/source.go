@@ -92,6 +92,9 @@ func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jo
 			if e.Type == archive.TypeFile {
 				e.Hash, e.Archive, e.Offset, e.Length = prev.Hash, prev.Archive, prev.Offset, prev.Length
 			}
+			if it.base != nil && !e.Changed && e.Equal(it.base) { // the delta leaves it out
+				return jobs.same(e)
+			}
 		default:
 			cnt.changed++
 			it.write = !e.Implied

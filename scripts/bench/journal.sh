@@ -13,7 +13,13 @@
 #    changing: its CPU from /proc/PID/stat (utime + stime, extrapolated to
 #    an hour) and its wakeups (context switches of all its threads), its
 #    RSS (VmRSS, VmHWM) before and after; then KICKS snapshots on SIGUSR1
-#    with nothing changed, each one's "elapsed" from its log line.
+#    with nothing changed, each one's "elapsed" from its log line; then
+#    (HOMESNAP_BENCH_CHANGES=1, the default) one snapshot after a line is
+#    appended to one file and one after genhome's 1 % churn, both through
+#    the journal. The churn changes the generated home: the script removes
+#    its stamp, so the next run generates it again.
+#    The peak RSS of each phase: VmHWM, reset at each phase's start
+#    (/proc/PID/clear_refs), read at its end.
 #    The kernel memory of its watches: what the kernel gives back when the
 #    sidecar exits (Slab/SUnreclaim in /proc/meminfo: the marks; the
 #    slab inotify_inode_mark too when /proc/slabinfo shows it), and what
@@ -32,7 +38,8 @@
 # Environment: HOMESNAP_BENCH_DIR (default /tmp/homesnap-scale, shared
 # with scale.sh) holds the generated home (kept and reused) and the work
 # store (removed); HOMESNAP_BENCH_IDLE, seconds of idle measured (default
-# 900); HOMESNAP_BENCH_KICKS (default 5); HOMESNAP_BENCH_LISTEN, the
+# 900); HOMESNAP_BENCH_KICKS (default 5); HOMESNAP_BENCH_CHANGES (default
+# 1; 0 leaves the home as generated); HOMESNAP_BENCH_LISTEN, the
 # metrics address (default 127.0.0.1:19390).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,6 +47,7 @@ export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older
 PRESET=${1:-million}
 BENCH=${HOMESNAP_BENCH_DIR:-/tmp/homesnap-scale}
 IDLE=${HOMESNAP_BENCH_IDLE:-900}
+CHANGES=${HOMESNAP_BENCH_CHANGES:-1}
 KICKS=${HOMESNAP_BENCH_KICKS:-5}
 LISTEN=${HOMESNAP_BENCH_LISTEN:-127.0.0.1:19390}
 [[ $BENCH = /* && $BENCH != / ]] || { echo "HOMESNAP_BENCH_DIR must be an absolute path other than /" >&2; exit 2; }
@@ -88,6 +96,9 @@ slab() { awk -v n="$1" '$1 == n {print $2 * $4}' /proc/slabinfo 2>/dev/null; } #
 objsize() { awk -v n="$1" '$1 == n {print $4}' /proc/slabinfo 2>/dev/null; }
 status() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$pid/status"; } # KiB
 mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
+# phase: the peak RSS (MiB) since the last call (or the start), then a new
+# peak from now on.
+phase() { local h; h=$(status VmHWM); echo 5 >"/proc/$pid/clear_refs"; mib "$h"; }
 ticks() { sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}'; } # utime + stime
 switches() { cat /proc/"$pid"/task/*/status | awk '/^(non)?voluntary_ctxt_switches:/ {n += $2} END {print n}'; }
 # ends LOG: how many snapshots the sidecar logged as done (committed or unchanged).
@@ -159,6 +170,7 @@ if drop; then start_cache=cold; else start_cache=warm; fi # as after a node's re
 log "sidecar with --journal auto, $start_cache cache, load $(load)"
 sidecar auto "$on"
 await "$on" 1
+peak_first=$(phase)
 # The journal opens after the first snapshot, which walks without it; then
 # the first snapshot with the journal walks too ("started"), before the
 # kicks.
@@ -167,6 +179,7 @@ until grep -q '"message":"\(change journal on\|no change journal\)' "$on"; do
   sleep 0.2
 done
 grep -q '"message":"change journal on' "$on" || { echo "journal: the journal did not open:" >&2; grep -i journal "$on" >&2; exit 1; }
+peak_open=$(phase)
 opened=$(field "$on" "change journal on" opened_in)
 on_at=$(since "$on" "change journal on")
 first=$(elapsed "$on" | head -1)
@@ -176,15 +189,17 @@ if [ "${first%% *}" = - ]; then
   await "$on" 2
   kicked=3
 fi
+peak_started=$(phase)
 watches=$(curl -fsS "http://$LISTEN/metrics" | awk '$1 == "homesnap_journal_watches" {print $2}')
-rss_first=$(status VmRSS) hwm_first=$(status VmHWM)
-log "journal opened in $opened ms with $watches watches, on ${on_at} s after the sidecar started; first snapshot ${first#* } ms; RSS $(mib "$rss_first") MiB, peak $(mib "$hwm_first") MiB"
+rss_first=$(status VmRSS)
+log "journal opened in $opened ms with $watches watches, on ${on_at} s after the sidecar started; first snapshot ${first#* } ms; RSS $(mib "$rss_first") MiB; peaks: first snapshot $peak_first, open $peak_open, the walk after it $peak_started MiB"
 
 log "idle for $IDLE s, load $(load)"
 load_idle0=$(load)
 t0=$(ticks) s0=$(switches) rss_idle0=$(status VmRSS)
 sleep "$IDLE"
 t1=$(ticks) s1=$(switches) rss_idle1=$(status VmRSS)
+peak_idle=$(phase)
 hz=$(getconf CLK_TCK)
 cpu_idle=$(awk -v t=$((t1 - t0)) -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}')
 cpu_hour=$(awk -v c="$cpu_idle" -v s="$IDLE" 'BEGIN {printf "%.1f", c * 3600 / s}')
@@ -197,7 +212,27 @@ load_on=$(load)
 kicks "$on"
 on_kicks=$(elapsed "$on" "$kicked" | awk '{print $2}' | sort -n | tr '\n' ' ')
 on_modes=$(elapsed "$on" "$kicked" | awk '{print $1}' | sort | uniq -c | awk '{printf "%s %s ", $1, $2}')
-rss_kicks=$(status VmRSS) hwm=$(status VmHWM)
+rss_kicks=$(status VmRSS)
+peak_kicks=$(phase)
+# change KIND: one snapshot on SIGUSR1 after the change; "elapsed mode peak".
+change() {
+  local n
+  n=$(($(ends "$on") + 1))
+  kill -USR1 "$pid"
+  await "$on" "$n"
+  echo "$(elapsed "$on" "$n" | awk '{print $2, $1}') $(phase)"
+}
+if [ "$CHANGES" = 1 ]; then
+  rm -f "$home.stamp" # the churn below changes the home: the next run generates it again
+  one=$(find "$home/jobs" -type f -name log -print -quit)
+  log "one file changed ($one), load $(load)"
+  echo "a line appended by journal.sh" >>"$one"
+  one_file=$(change)
+  log "1 % churn, load $(load)"
+  "$b/genhome" -churn 0.01 -seed 2 "$home" >"$work/churn" 2>&1
+  churned=$(tail -1 "$work/churn" | sed 's/^[^:]*: //')
+  one_pct=$(change)
+fi
 unreclaim1=$(meminfo SUnreclaim)
 marks1=$(slab inotify_inode_mark)
 stop "$on"
@@ -238,9 +273,16 @@ echo "| nothing changed, $KICKS × SIGUSR1, elapsed (ms, sorted) | $on_kicks($on
 echo "| nothing changed, \`snapshot --once\`, $cache cache | | $once_wall s, $(mib "$once_rss") MiB peak |"
 echo "| idle $IDLE s: CPU | $cpu_idle s = $cpu_hour s per hour, $core % of a core | |"
 echo "| idle: wakeups (context switches, all threads) | $((s1 - s0)), $wake_hour per hour | |"
-echo "| RSS after the first snapshot (peak so far) | $(mib "$rss_first") MiB ($(mib "$hwm_first") MiB) | |"
+echo "| RSS after the walk that follows the open | $(mib "$rss_first") MiB | |"
 echo "| RSS idle, start → end of the window | $(mib "$rss_idle0") → $(mib "$rss_idle1") MiB | |"
-echo "| RSS after the kicks (peak of the run) | $(mib "$rss_kicks") MiB ($(mib "$hwm") MiB) | $(mib "$off_rss") MiB ($(mib "$off_hwm") MiB) |"
+echo "| RSS after the kicks | $(mib "$rss_kicks") MiB | $(mib "$off_rss") MiB (peak of the run $(mib "$off_hwm") MiB) |"
+echo "| peak RSS: first snapshot, journal open, the walk after it, idle, kicks | $peak_first, $peak_open, $peak_started, $peak_idle, $peak_kicks MiB | |"
+if [ "$CHANGES" = 1 ]; then
+  read -r e m p <<<"$one_file"
+  echo "| one file changed (a line appended) | $(s "$e") s ($m), peak $p MiB | |"
+  read -r e m p <<<"$one_pct"
+  echo "| 1 % churn ($churned) | $(s "$e") s ($m), peak $p MiB | |"
+fi
 echo "| kernel: SUnreclaim before start, before exit, after exit | $(mib "$unreclaim0"), $(mib "$unreclaim1"), $(mib "$unreclaim2") MiB (freed at exit $(mib $((unreclaim1 - unreclaim2))) MiB) | |"
 if [ -n "$marks1" ]; then
   echo "| kernel: slab inotify_inode_mark before start, before exit, after exit | $((${marks0:-0} / 1024)), $((marks1 / 1024)), $((${marks2:-0} / 1024)) KiB | |"
