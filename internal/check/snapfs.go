@@ -64,36 +64,56 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 		return nil, err
 	}
 	defer pr.Close()
-	f := &SnapshotFS{Header: pr.Header(), ctx: ctx, st: st, id: id, entries: map[string]*archive.Entry{}, kids: map[string][]string{".": nil}, cache: map[string][]byte{}}
+	f := newSnapshotFS(ctx, st, pr.Header())
+	f.id = id
 	for e, err := range pr.All(ctx) {
 		if err != nil {
 			return nil, err
 		}
-		if !keep(e.Path, e.Type == archive.TypeDir) {
-			continue
-		}
-		f.entries[e.Path] = e
-		if e.Type == archive.TypeDir {
-			if _, ok := f.kids[e.Path]; !ok {
-				f.kids[e.Path] = nil
-			}
-		}
-		// List the path in its parent, and the parent in its own, up to
-		// the root: ancestors come first in the manifest, so they are known.
-		for p := e.Path; p != "."; {
-			dir := path.Dir(p)
-			names, listed := f.kids[dir]
-			if listed && slices.Contains(names, path.Base(p)) {
-				break
-			}
-			f.kids[dir] = append(names, path.Base(p))
-			if dir != "." && f.entries[dir] == nil {
-				f.entries[dir] = &archive.Entry{Path: dir, Type: archive.TypeDir, Mode: 0o755, Implied: true}
-			}
-			p = dir
+		if keep(e.Path, e.Type == archive.TypeDir) {
+			f.add(e)
 		}
 	}
 	return f, nil
+}
+
+// SnapshotFSOf is OpenSnapshotFS of entries at hand, in manifest order:
+// those of snapshot hdr.ID that keep chose, as the process that committed
+// it recorded them, so that it need not read that manifest back.
+func SnapshotFSOf(ctx context.Context, st store.Store, hdr archive.Header, entries []*archive.Entry) *SnapshotFS {
+	f := newSnapshotFS(ctx, st, hdr)
+	for _, e := range entries {
+		f.add(e)
+	}
+	return f
+}
+
+func newSnapshotFS(ctx context.Context, st store.Store, hdr archive.Header) *SnapshotFS {
+	return &SnapshotFS{Header: hdr, ctx: ctx, st: st, id: hdr.ID, entries: map[string]*archive.Entry{}, kids: map[string][]string{".": nil}, cache: map[string][]byte{}}
+}
+
+// add indexes e, which comes after its ancestors' entries if they have any.
+func (f *SnapshotFS) add(e *archive.Entry) {
+	f.entries[e.Path] = e
+	if e.Type == archive.TypeDir {
+		if _, ok := f.kids[e.Path]; !ok {
+			f.kids[e.Path] = nil
+		}
+	}
+	// List the path in its parent, and the parent in its own, up to
+	// the root: ancestors come first in the manifest, so they are known.
+	for p := e.Path; p != "."; {
+		dir := path.Dir(p)
+		names, listed := f.kids[dir]
+		if listed && slices.Contains(names, path.Base(p)) {
+			break
+		}
+		f.kids[dir] = append(names, path.Base(p))
+		if dir != "." && f.entries[dir] == nil {
+			f.entries[dir] = &archive.Entry{Path: dir, Type: archive.TypeDir, Mode: 0o755, Implied: true}
+		}
+		p = dir
+	}
 }
 
 // ID is the snapshot the FS reads.

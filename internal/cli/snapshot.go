@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -102,14 +103,20 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts := snapshot.Options{Home: home, Store: enc.Store, Selector: sel, Jobs: cfg.Jobs, Level: archive.Level(level), Log: log,
 		Force: cfg.Force, Vital: vital, AllowShrink: cfg.Shrink, AllowBehind: cfg.Behind, Recipients: enc.Recipients, Authenticated: enc.Authenticated}
 	// The agent-key guard reads the head's manifest: only a snapshot that
-	// is about to replace the head needs it.
+	// is about to replace the head needs it. The sidecar keeps what it
+	// reads of its own last snapshot, so that while that is the head the
+	// guard does not read its manifest back.
+	var known atomic.Pointer[agents.Known]
+	if !cfg.Once {
+		opts.Keep = jenkins.Needed
+	}
 	opts.BeforeCommit = func(ctx context.Context) error {
 		head, err := headStore(ctx, &cfg.AgeSnapshot, st)
 		if err != nil {
 			log.Error().Err(err).Str("store", st.String()).Msg("cannot read the head snapshot")
 			return reported{err}
 		}
-		if err := agents.GuardKeys(ctx, home, head, cfg.AcceptKeyChange, log); err != nil {
+		if err := agents.GuardKeys(ctx, home, head, known.Load(), cfg.AcceptKeyChange, log); err != nil {
 			return reported{err} // GuardKeys logged why
 		}
 		return nil
@@ -135,6 +142,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return res, writeJSON(stdout, newSnapshotReport(res, ""))
 			}
 			return res, nil
+		}
+		if opts.Keep != nil {
+			known.Store(&agents.Known{Header: archive.Header{ID: res.ID, Selection: archive.Selection(sel.Spec())}, Entries: res.Kept})
 		}
 		ev.Str("snapshot", res.ID).Str("parent", res.Parent).
 			Int64("entries", res.Totals.Entries).Int64("files", res.Totals.Files).Int64("bytes", res.Totals.Bytes).

@@ -68,6 +68,9 @@ type Options struct {
 	// AllowBehind commits over a head newer than anything the home has
 	// seen (ErrBehind).
 	AllowBehind bool
+	// Keep chooses entries of the snapshot to return in Result.Kept (the
+	// sidecar's agent guard checks the next snapshot against them).
+	Keep func(rel string, dir bool) bool
 }
 
 // Result describes a committed (or skipped) snapshot.
@@ -87,6 +90,9 @@ type Result struct {
 	// LinkedLeftOut counts the hard-linked files of another owner a root
 	// sidecar left out (see linkGuard), each with a warning.
 	LinkedLeftOut int64
+	// Kept are the snapshot's entries Options.Keep chose, in manifest
+	// order, as its manifest records them (set when a walk committed).
+	Kept []*archive.Entry
 }
 
 // Snapshot takes one snapshot of the selected paths of the home. Only the
@@ -216,6 +222,8 @@ type snapshotter struct {
 	// marked counts the entries recorded as changed while read, which the
 	// next snapshot must read again.
 	marked int64
+	// kept are the entries Options.Keep chose.
+	kept []*archive.Entry
 	// links says which hard-linked files are left out; linkedOut counts
 	// them.
 	links     linkGuard
@@ -330,7 +338,7 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 		archiveUp.Abort(err)
 		return nil, err
 	}
-	res := &Result{ID: s.id, Parent: s.parentID, Deleted: cnt.deleted, Manifests: s.chain, LinkedLeftOut: s.linkedOut.Load()}
+	res := &Result{ID: s.id, Parent: s.parentID, Deleted: cnt.deleted, Manifests: s.chain, LinkedLeftOut: s.linkedOut.Load(), Kept: s.kept}
 	if s.base == "" {
 		res.Manifests = []string{s.id}
 	}

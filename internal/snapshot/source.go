@@ -83,6 +83,9 @@ func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jo
 		cnt.seen++
 		s.print.Add(e)
 		s.census.add(e)
+		if s.o.Keep != nil && s.o.Keep(e.Path, e.Type == archive.TypeDir) {
+			s.kept = append(s.kept, e) // its archive range is set once written
+		}
 		it := item{e: e, prev: prev}
 		if s.base != "" {
 			it.base = base
