@@ -77,9 +77,9 @@ func OpenSnapshotFS(ctx context.Context, st store.Store, id string, keep func(re
 	return f, nil
 }
 
-// SnapshotFSOf is OpenSnapshotFS of entries at hand, in manifest order:
-// those of snapshot hdr.ID that keep chose, as the process that committed
-// it recorded them, so that it need not read that manifest back.
+// SnapshotFSOf is OpenSnapshotFS over entries at hand, in manifest order:
+// those a keep function chose of snapshot hdr.ID, as the process that
+// committed it recorded them, so that it need not read that manifest back.
 func SnapshotFSOf(ctx context.Context, st store.Store, hdr archive.Header, entries []*archive.Entry) *SnapshotFS {
 	f := newSnapshotFS(ctx, st, hdr)
 	for _, e := range entries {
