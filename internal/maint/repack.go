@@ -1,18 +1,15 @@
 package maint
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
-	"github.com/homesnap/homesnap/internal/fetch"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/store"
 )
@@ -45,6 +42,7 @@ type RepackResult struct {
 	// archives store, deleted by prune once the grace period is over.
 	Live, Freed int64
 	Stored      int64 // bytes of the new archive
+	Copied      int   // file versions copied into it
 	Layers      int   // manifest layers rewritten
 	Records     int   // snapshot records rewritten
 }
@@ -124,29 +122,36 @@ func repack(ctx context.Context, o RepackOptions, kept []*repo.Record, res *Repa
 	for _, a := range res.Repacked {
 		chosen[a] = true
 	}
-	// A second scan keeps the entries to copy: only the chosen archives'.
-	l, err := scanKept(ctx, o.Store, kept, func(e *archive.Entry) bool { return chosen[e.Archive] })
-	if err != nil {
-		return err
-	}
-	copies := slices.Collect(maps.Keys(l.copies))
 	now := o.Now().UTC()
 	res.ID = repo.NewID(now)
 	if err := repo.WriteRepackNote(ctx, o.Store, &repo.RepackNote{ID: res.ID, Time: now, Replaced: res.Repacked}); err != nil {
 		return err
 	}
-	moved := map[version]where{}
-	if len(copies) > 0 {
-		if moved, res.Stored, err = writeRepacked(ctx, o, res.ID, l, copies); err != nil {
-			o.Store.Delete(context.WithoutCancel(ctx), repo.RepackKey(res.ID)) // best effort: prune collects it
-			return err
-		}
+	// A second scan copies the live versions of the chosen archives as
+	// it finds them.
+	c, err := newCopier(ctx, o, res.ID, chosen)
+	if err != nil {
+		return err
+	}
+	l, err := scanKept(ctx, o.Store, kept, c)
+	if err != nil {
+		err = c.abort(err)
+	} else {
+		err = c.finish()
+	}
+	if err != nil {
+		o.Store.Delete(context.WithoutCancel(ctx), repo.RepackKey(res.ID)) // best effort: prune collects it
+		return err
+	}
+	res.Copied = c.copied()
+	if res.Copied == 0 {
+		res.ID = ""
+	} else {
+		res.Stored = c.up.Written()
 		// Rewritten layers are format 2; older releases must refuse the store.
 		if err := repo.UpgradeMarker(ctx, o.Store); err != nil {
 			return err
 		}
-	} else {
-		res.ID = ""
 	}
 	// Which kept snapshots point into the repacked archives, by their records.
 	var affected []*repo.Record
@@ -176,7 +181,7 @@ func repack(ctx context.Context, o RepackOptions, kept []*repo.Record, res *Repa
 		if !touched {
 			continue
 		}
-		if err := rewriteLayer(ctx, o.Store, lid, chosen, res.ID, moved); err != nil {
+		if err := rewriteLayer(ctx, o.Store, lid, chosen, res.ID, l.moves[i], c.where); err != nil {
 			return err
 		}
 		res.Layers++
@@ -195,124 +200,19 @@ func repack(ctx context.Context, o RepackOptions, kept []*repo.Record, res *Repa
 			return err
 		}
 	}
-	o.Log.Info().Strs("repacked", res.Repacked).Str("archive", res.ID).Int64("stored_bytes", res.Stored).
+	o.Log.Info().Strs("repacked", res.Repacked).Str("archive", res.ID).Int("files", res.Copied).Int64("stored_bytes", res.Stored).
 		Int64("freed_bytes", res.Freed).Int("layers", res.Layers).Int("records", res.Records).
 		Msg("repacked: the kept snapshots point into the new archive; prune deletes the old ones after the grace period")
 	return nil
 }
 
-// writeRepacked copies the given live file versions into archive id, each
-// checked against its hash, and returns where each landed. The files of a
-// range are read with one ranged GET, so that a frame of small files is
-// decoded once, not once per file.
-func writeRepacked(ctx context.Context, o RepackOptions, id string, l *liveness, copies []version) (map[version]where, int64, error) {
-	slices.SortFunc(copies, func(a, b version) int {
-		return cmp.Or(strings.Compare(a.archive, b.archive), cmp.Compare(a.offset, b.offset), archive.ComparePaths(a.path, b.path))
-	})
-	comp, err := archive.NewCompressor(o.Level, 1)
-	if err != nil {
-		return nil, 0, err
-	}
-	up := repo.NewUpload(ctx, o.Store, repo.ArchiveKey(id))
-	var offs, lens []int64
-	var pos int64
-	fw := archive.NewFrameWriter(comp, func(frame []byte) error {
-		offs, lens = append(offs, pos), append(lens, int64(len(frame)))
-		pos += int64(len(frame))
-		_, err := up.Write(frame)
-		comp.Release(frame)
-		return err
-	})
-	type placed struct {
-		v           version
-		first, last int
-	}
-	var out []placed
-	// Two versions of one path must not start in the same frame: a
-	// reader finds a file in its range by name.
-	framePaths, frame := map[string]bool{}, -1
-	buf := make([]byte, 256<<10)
-	copyRange := func(group []version) error {
-		a, off := group[0].archive, group[0].offset
-		want := map[string]version{}
-		var end, total int64
-		for _, v := range group {
-			e := l.copies[v]
-			want[v.path] = v
-			end = max(end, off+e.Length)
-			total += e.Size
-		}
-		key := repo.ArchiveKey(a)
-		at := fmt.Sprintf("%s (bytes %d-%d)", repo.Name(o.Store, key), off, end-1)
-		rc, err := o.Store.Get(ctx, key, off, end-off)
-		if err != nil {
-			return fmt.Errorf("repack: read %s: %w", at, err)
-		}
-		defer rc.Close()
-		tr, err := archive.NewRangeReader(rc, archive.MaxDecoded(len(group), total))
-		if err != nil {
-			return fmt.Errorf("repack: read %s: %w", at, err)
-		}
-		defer tr.Close()
-		for len(want) > 0 {
-			hdr, err := tr.Next()
-			if err != nil {
-				return fmt.Errorf("repack: %w archive %s: %v before %q was found", archive.ErrCorrupt, at, err, group[0].path)
-			}
-			v, ok := want[hdr.Name]
-			if !ok {
-				continue
-			}
-			delete(want, hdr.Name)
-			if framePaths[v.path] && fw.Frame() == frame {
-				if err := fw.Cut(); err != nil {
-					return err
-				}
-			}
-			first, last, err := fetch.CopyEntry(fw, tr, hdr.Size, l.copies[v], buf, at)
-			if err != nil {
-				return fmt.Errorf("repack: %w", err)
-			}
-			if first != frame {
-				clear(framePaths)
-				frame = first
-			}
-			framePaths[v.path] = true
-			out = append(out, placed{v, first, last})
-		}
-		return nil
-	}
-	for len(copies) > 0 {
-		n := 1
-		for n < len(copies) && copies[n].archive == copies[0].archive && copies[n].offset == copies[0].offset {
-			n++
-		}
-		if err := copyRange(copies[:n]); err != nil {
-			return nil, 0, up.Abort(err)
-		}
-		copies = copies[n:]
-	}
-	if err := fw.Cut(); err != nil {
-		return nil, 0, up.Abort(err)
-	}
-	if _, err := up.Write(comp.EndFrame()); err != nil {
-		return nil, 0, up.Abort(err)
-	}
-	if err := up.Finish(); err != nil {
-		return nil, 0, fmt.Errorf("repack: upload %s: %w", repo.Name(o.Store, repo.ArchiveKey(id)), err)
-	}
-	moved := make(map[version]where, len(out))
-	for _, p := range out {
-		moved[p.v] = where{offs[p.first], offs[p.last] + lens[p.last] - offs[p.first]}
-	}
-	return moved, up.Written(), nil
-}
-
 // rewriteLayer rewrites manifest layer lid so that its entries whose
-// versions were copied point into archive id; an entry no kept snapshot
-// resolves to (hidden by a newer layer in every kept chain) was not copied
-// and keeps its old place, which no restore reads.
-func rewriteLayer(ctx context.Context, st store.Store, lid string, chosen map[string]bool, id string, moved map[version]where) error {
+// versions were copied point into archive id. moves says, for each of its
+// entries in a repacked archive in order, which copied version it resolves
+// to (scanKept); an entry no kept snapshot resolves to (-1: hidden by a
+// newer layer in every kept chain) was not copied and keeps its old place,
+// which no restore reads.
+func rewriteLayer(ctx context.Context, st store.Store, lid string, chosen map[string]bool, id string, moves []int32, at func(n int32, path string) (where, bool)) error {
 	m, err := repo.OpenLayer(ctx, st, lid)
 	if err != nil {
 		return err
@@ -320,9 +220,23 @@ func rewriteLayer(ctx context.Context, st store.Store, lid string, chosen map[st
 	defer m.Close()
 	key := repo.ManifestKey(lid)
 	up := repo.NewUpload(ctx, st, key)
+	next, changed := 0, ""
 	_, err = archive.RewriteLayer(m, up, func(e *archive.Entry) bool {
-		to, ok := moved[version{e.Archive, e.Offset, e.Path}]
-		if !ok || !chosen[e.Archive] {
+		if !chosen[e.Archive] {
+			return false
+		}
+		if next == len(moves) {
+			changed = e.Path
+			return false
+		}
+		n := moves[next]
+		next++
+		if n < 0 {
+			return false
+		}
+		to, ok := at(n, e.Path)
+		if !ok {
+			changed = e.Path
 			return false
 		}
 		e.Archive, e.Offset, e.Length = id, to.offset, to.length
@@ -339,6 +253,9 @@ func rewriteLayer(ctx context.Context, st store.Store, lid string, chosen map[st
 		}
 		return out
 	})
+	if err == nil && (changed != "" || next != len(moves)) {
+		err = fmt.Errorf("the layer changed while it was repacked (at %q); it was left as it was, and the next prune finishes the repack", changed)
+	}
 	if err != nil {
 		return up.Abort(fmt.Errorf("repack: rewrite %s: %w", repo.Name(st, key), err))
 	}

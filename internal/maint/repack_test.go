@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/check"
 	"github.com/homesnap/homesnap/internal/gen"
 	"github.com/homesnap/homesnap/internal/prune"
@@ -266,6 +270,109 @@ func TestRepackDryRunChangesNothing(t *testing.T) {
 	if after := snaptest.Keys(t, st); !slices.Equal(before, after) {
 		t.Errorf("a dry run changed the store:\n%v\n%v", before, after)
 	}
+}
+
+// TestRepackCopiesInBatches: a repack copies while it scans, a batch of
+// versions at a time, so that it never holds every copied file's entry.
+// With batches of three, most stored ranges are split between batches
+// and read once per batch; every kept snapshot still restores exactly
+// once the replaced archives are gone.
+func TestRepackCopiesInBatches(t *testing.T) {
+	testenv.Long(t, "repacks and restores a generated history")
+	defer func(n int) { copyBatch = n }(copyBatch)
+	copyBatch = 3
+	ctx := context.Background()
+	home := snaptest.GenHome(t, 4)
+	// A file over several frames: its copy spans frames too.
+	big := filepath.Join(home, "jobs", "big", "builds", "1", "archive", "big.bin")
+	if err := os.MkdirAll(filepath.Dir(big), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	blob := make([]byte, 3*archive.FrameSize+12345)
+	rand.New(rand.NewSource(1)).Read(blob)
+	if err := os.WriteFile(big, blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, _, trees := historyOf(t, home, 5, 3)
+	res, err := Repack(ctx, RepackOptions{Store: st, Policy: RepackPolicy{MaxUnused: 0.01, MaxArchives: 2}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ID == "" || res.Copied <= 10*copyBatch {
+		t.Fatalf("repack: %+v, want many batches copied", res)
+	}
+	pruneAll(t, st, 3)
+	referenced(t, st)
+	assertRestores(t, st, trees)
+	if v, err := check.Verify(ctx, check.Options{Store: st}); err != nil || v.Problems != 0 {
+		t.Errorf("verify after the repack and prune: %+v %v", v, err)
+	}
+}
+
+// TestRepackRefusesALayerChangedSinceTheScan: a layer's entries are
+// re-pointed by their order in the scan; when the layer read for the
+// rewrite lists them otherwise (fewer than scanned, or another path where
+// a copied file was), it is left as it was and the repack fails, rather
+// than pointing an entry at another file's bytes.
+func TestRepackRefusesALayerChangedSinceTheScan(t *testing.T) {
+	ctx := context.Background()
+	st, _, _ := historyOf(t, snaptest.GenHome(t, 1), 1, 1)
+	h, err := repo.LoadHistory(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lid, chosen := h.Snapshots[0].ID, map[string]bool{}
+	for _, a := range h.Snapshots[0].Archives {
+		chosen[a] = true
+	}
+	key := repo.ManifestKey(lid)
+	before := readObject(t, st, key)
+	var n int // its entries in the chosen archives
+	m, err := repo.OpenLayer(ctx, st, lid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, err := m.Next(); err == nil; e, err = m.Next() {
+		if e.Type != archive.TypeDeleted && chosen[e.Archive] {
+			n++
+		}
+	}
+	m.Close()
+	somewhere := func(int32, string) (where, bool) { return where{0, 1}, true }
+	elsewhere := func(int32, string) (where, bool) { return where{}, false }
+	copied := make([]int32, n) // each its own copy, numbered 0
+	for name, c := range map[string]struct {
+		moves []int32
+		at    func(int32, string) (where, bool)
+	}{
+		"one entry fewer than scanned":         {copied[1:], somewhere},
+		"one entry more than scanned":          {append(slices.Clone(copied), 0), somewhere},
+		"another path where a copied file was": {copied, elsewhere},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := rewriteLayer(ctx, st, lid, chosen, "new", c.moves, c.at)
+			if err == nil || !strings.Contains(err.Error(), "changed while it was repacked") {
+				t.Fatalf("rewrite: %v, want the layer refused", err)
+			}
+			if after := readObject(t, st, key); !slices.Equal(before, after) {
+				t.Fatal("the refused layer was overwritten")
+			}
+		})
+	}
+}
+
+func readObject(t *testing.T, st store.Store, key string) []byte {
+	t.Helper()
+	rc, err := st.Get(context.Background(), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // failingStore stops writing at the Nth write (Put, Swap or Delete), as a

@@ -47,14 +47,17 @@ const DefaultMaxUnused = 0.02
 // versions (archive, offset, path) some kept snapshot's tree resolves to,
 // per archive range, and which archives each manifest layer's entries
 // point into. It holds no entry, so a home of a million files costs the
-// scan its ranges (about one per frame), not its paths; the entries a
-// repack copies are collected only when asked for.
+// scan its ranges (about one per frame), not its paths.
 type liveness struct {
 	layers []string          // every manifest layer a kept snapshot needs
 	uses   []map[string]bool // per layer: the archives its entries point into
 	raw    map[span]int64
 	views  map[string]map[string]bool // per kept snapshot: the archives its tree points into
-	copies map[version]*archive.Entry // the live versions collect chose
+	// moves, when a copier scanned: per layer, for each of its entries
+	// that points into a repacked archive, in order, the number of the
+	// copied version it resolves to, or -1 (hidden in every kept chain:
+	// not copied, and left where it was, which no restore reads).
+	moves [][]int32
 }
 
 // pointsInto tells whether kept snapshot id's tree points into any of the
@@ -84,10 +87,10 @@ func (l *liveness) live() map[string]int64 { return filledShare(l.raw) }
 // version hidden by a newer layer in every chain is dead, even in an old
 // full manifest.
 //
-// collect, when set, chooses the live versions to keep in l.copies (a
-// repack's files to copy).
-func scanKept(ctx context.Context, st store.Store, kept []*repo.Record, collect func(e *archive.Entry) bool) (*liveness, error) {
-	l := &liveness{raw: map[span]int64{}, views: map[string]map[string]bool{}, copies: map[version]*archive.Entry{}}
+// c, when set, is handed every live version in a repacked archive, in
+// path order, to copy, and l.moves says where each layer's entries went.
+func scanKept(ctx context.Context, st store.Store, kept []*repo.Record, c *copier) (*liveness, error) {
+	l := &liveness{raw: map[span]int64{}, views: map[string]map[string]bool{}}
 	views := make([]map[string]bool, len(kept))
 	for k, r := range kept {
 		views[k] = map[string]bool{}
@@ -103,6 +106,7 @@ func scanKept(ctx context.Context, st store.Store, kept []*repo.Record, collect 
 				index[id] = i
 				l.layers = append(l.layers, id)
 				l.uses = append(l.uses, map[string]bool{})
+				l.moves = append(l.moves, nil)
 			}
 			chains[k] = append(chains[k], i)
 		}
@@ -145,7 +149,11 @@ func scanKept(ctx context.Context, st store.Store, kept []*repo.Record, collect 
 		}
 	}
 	at := make([]*archive.Entry, len(readers))
-	var seen []version // the live versions of the current path
+	type live struct {
+		v version
+		n int32 // its copy's number, or -1
+	}
+	var seen []live // the live versions of the current path
 	for {
 		path, found := "", false
 		for _, h := range heads {
@@ -175,18 +183,35 @@ func scanKept(ctx context.Context, st store.Store, kept []*repo.Record, collect 
 				if e == nil {
 					continue
 				}
-				if v := (version{e.Archive, e.Offset, e.Path}); e.HasData() && !slices.Contains(seen, v) {
-					seen = append(seen, v)
-					l.raw[span{e.Archive, e.Offset, e.Length}] += tarBytes(e.Size)
-					if collect != nil && collect(e) {
-						l.copies[v] = e
+				if v := (version{e.Archive, e.Offset, e.Path}); e.HasData() && !slices.ContainsFunc(seen, func(s live) bool { return s.v == v }) {
+					n := int32(-1)
+					if c != nil && c.repacked(e) {
+						var err error
+						if n, err = c.add(e); err != nil {
+							return nil, err
+						}
 					}
+					seen = append(seen, live{v, n})
+					l.raw[span{e.Archive, e.Offset, e.Length}] += tarBytes(e.Size)
 				}
 				if e.HasData() {
 					views[k][e.Archive] = true
 				}
 				break // the topmost layer naming the path decides, a deletion too
 			}
+		}
+		if c == nil {
+			continue
+		}
+		for i, e := range at {
+			if e == nil || !c.repacked(e) {
+				continue
+			}
+			n := int32(-1)
+			if j := slices.IndexFunc(seen, func(s live) bool { return s.v == version{e.Archive, e.Offset, e.Path} }); j >= 0 {
+				n = seen[j].n
+			}
+			l.moves[i] = append(l.moves[i], n)
 		}
 	}
 }
