@@ -77,7 +77,7 @@ func TestRequestsAreSentWhileTheWorkersRead(t *testing.T) {
 	if file == nil {
 		t.Fatal("the snapshot lacks jobs/ahead/config.xml")
 	}
-	data := readAll(t, base, repo.ArchiveKey(file.Archive))
+	data := snaptest.Object(t, base, repo.ArchiveKey(file.Archive))
 
 	// The same bytes under many archive names: one run each.
 	const jobs, runs = 2, 12
@@ -138,16 +138,3 @@ func TestRequestsAreSentWhileTheWorkersRead(t *testing.T) {
 	}
 }
 
-func readAll(t *testing.T, st store.Store, key string) []byte {
-	t.Helper()
-	rc, err := st.Get(context.Background(), key, 0, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}

@@ -326,7 +326,7 @@ func TestRepackRefusesALayerChangedSinceTheScan(t *testing.T) {
 		chosen[a] = true
 	}
 	key := repo.ManifestKey(lid)
-	before := readObject(t, st, key)
+	before := snaptest.Object(t, st, key)
 	var n int // its entries in the chosen archives
 	m, err := repo.OpenLayer(ctx, st, lid)
 	if err != nil {
@@ -354,25 +354,11 @@ func TestRepackRefusesALayerChangedSinceTheScan(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "changed while it was repacked") {
 				t.Fatalf("rewrite: %v, want the layer refused", err)
 			}
-			if after := readObject(t, st, key); !slices.Equal(before, after) {
+			if after := snaptest.Object(t, st, key); !slices.Equal(before, after) {
 				t.Fatal("the refused layer was overwritten")
 			}
 		})
 	}
-}
-
-func readObject(t *testing.T, st store.Store, key string) []byte {
-	t.Helper()
-	rc, err := st.Get(context.Background(), key, 0, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // failingStore stops writing at the Nth write (Put, Swap or Delete), as a

@@ -7,6 +7,7 @@ package snaptest
 import (
 	"context"
 	"crypto/rand"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -142,6 +143,21 @@ func Keys(t testing.TB, st store.Store) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Object reads the whole of the store's object key.
+func Object(t testing.TB, st store.Store, key string) []byte {
+	t.Helper()
+	rc, err := st.Get(context.Background(), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // manyFiles is a home of thousands of small files: the shape where a full

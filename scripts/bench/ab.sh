@@ -21,6 +21,7 @@ BENCH=${HOMESNAP_BENCH_DIR:-/tmp/homesnap-ab}
 [[ $BENCH = /* && $BENCH != / ]] || { echo "HOMESNAP_BENCH_DIR must be an absolute path other than /" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "ab: GNU time is missing (apt-get install -y time)" >&2; exit 1; }
 log() { printf '== %s\n' "$*" >&2; }
+. scripts/bench/lib.sh
 
 build() { # rev dir
   local src
@@ -35,11 +36,7 @@ build "$OLD" "$BENCH/old"
 build "$NEW" "$BENCH/new"
 
 home=$BENCH/home-$PRESET
-stamp="$PRESET seed 1 $(sha256sum "$BENCH/new/genhome" | cut -c1-16)"
-if [ "$(cat "$home.stamp" 2>/dev/null)" != "$stamp" ]; then
-  log "generating the $PRESET home in $home"
-  rm -rf "$home" && "$BENCH/new/genhome" -preset "$PRESET" -seed 1 "$home" >&2 && echo "$stamp" >"$home.stamp"
-fi
+generated_home "$BENCH/new/genhome" "$PRESET" "$home"
 
 drop() { sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null
 if drop; then cache=cold; else cache=warm; fi

@@ -55,17 +55,14 @@ for tool in python3 curl /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "journal: $tool is missing (apt-get install -y python3 curl time)" >&2; exit 1; }
 done
 log() { printf '== %s\n' "$*" >&2; }
+. scripts/bench/lib.sh
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 mkdir -p "$BENCH"
 b=$BENCH/bin
 go build -o "$b/" ./cmd/snapshot ./cmd/genhome
 home=$BENCH/home-$PRESET
-stamp="$PRESET seed 1 $(sha256sum "$b/genhome" | cut -c1-16)"
-if [ "$(cat "$home.stamp" 2>/dev/null)" != "$stamp" ]; then
-  log "generating the $PRESET home in $home"
-  rm -rf "$home" && "$b/genhome" -preset "$PRESET" -seed 1 "$home" >&2 && echo "$stamp" >"$home.stamp"
-fi
+generated_home "$b/genhome" "$PRESET" "$home"
 work=$BENCH/work-journal
 rm -rf "$work" && mkdir -p "$work"
 store=$work/store

@@ -31,37 +31,24 @@ BENCH=${HOMESNAP_BENCH_DIR:-/tmp/homesnap-scale}
 [[ $BENCH = /* && $BENCH != / ]] || { echo "HOMESNAP_BENCH_DIR must be an absolute path other than /" >&2; exit 2; }
 command -v /usr/bin/time >/dev/null || { echo "repack: /usr/bin/time is missing (apt-get install -y time)" >&2; exit 1; }
 log() { printf '== %s\n' "$*" >&2; }
+. scripts/bench/lib.sh
 
 mkdir -p "$BENCH"
 b=$BENCH/bin
 go build -o "$b/" ./cmd/homesnap ./cmd/genhome
 home=$BENCH/home-$PRESET
-stamp="$PRESET seed 1 $(sha256sum "$b/genhome" | cut -c1-16)"
-if [ "$(cat "$home.stamp" 2>/dev/null)" != "$stamp" ]; then
-  log "generating the $PRESET home in $home"
-  rm -rf "$home" && "$b/genhome" -preset "$PRESET" -seed 1 "$home" >&2 && echo "$stamp" >"$home.stamp"
-fi
+generated_home "$b/genhome" "$PRESET" "$home"
 work=$BENCH/work-repack
 rm -rf "$work" && mkdir -p "$work/store"
 trap 'rm -rf "$work"' EXIT
 store=$work/store
 export HOMESNAP_LOG_FORMAT=json HOMESNAP_LOG_LEVEL=warn
 
-cache=cold
-drop() { sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || cache=warm; }
-# run NAME CMD...: one measured step, its output in $work/out.
+# run NAME CMD...: one measured step (timed), a row of the table.
 run() {
-  local name=$1
-  shift
-  drop
-  /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" >"$work/out" 2>"$work/err" || {
-    echo "repack: $name failed:" >&2
-    cat "$work/err" >&2
-    exit 1
-  }
-  read -r wall user sys rss <"$work/time"
-  printf '| %s | %s | %s | %s | %s |\n' "$name" "$wall" "$user" "$sys" "$((rss / 1024))" >>"$work/rows"
-  log "$name: $wall s wall, $user s user, $sys s sys, $((rss / 1024)) MiB peak RSS"
+  timed "$@"
+  printf '| %s | %s | %s | %s | %s |\n' "$1" "$T_WALL" "$T_USER" "$T_SYS" "$((T_RSS / 1024))" >>"$work/rows"
+  log "$1: $T_WALL s wall, $T_USER s user, $T_SYS s sys, $((T_RSS / 1024)) MiB peak RSS"
 }
 
 run "full snapshot into an empty store" "$b/homesnap" snapshot --once --home "$home" --store "$store"

@@ -26,16 +26,13 @@ for tool in zstd tar python3 /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "scale: $tool is missing (apt-get install -y zstd tar python3 time)" >&2; exit 1; }
 done
 log() { printf '== %s\n' "$*" >&2; }
+. scripts/bench/lib.sh
 
 mkdir -p "$BENCH"
 b=$BENCH/bin
 go build -o "$b/" ./cmd/snapshot ./cmd/restore ./cmd/genhome
 home=$BENCH/home-$PRESET
-stamp="$PRESET seed 1 $(sha256sum "$b/genhome" | cut -c1-16)"
-if [ "$(cat "$home.stamp" 2>/dev/null)" != "$stamp" ]; then
-  log "generating the $PRESET home in $home"
-  rm -rf "$home" && "$b/genhome" -preset "$PRESET" -seed 1 "$home" >&2 && echo "$stamp" >"$home.stamp"
-fi
+generated_home "$b/genhome" "$PRESET" "$home"
 work=$BENCH/work
 rm -rf "$work" && mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
@@ -44,23 +41,13 @@ store=$work/store
 mkdir "$store"
 export HOMESNAP_LOG_FORMAT=json HOMESNAP_LOG_LEVEL=warn
 
-cache=cold
-drop() { sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || cache=warm; }
 rows=()
-# run NAME CMD...: one measured sample; its wall and CPU seconds and peak
-# RSS (for a pipeline run through sh, the largest process's) in T.
+# run NAME CMD...: one measured sample (timed); its wall and CPU seconds
+# and peak RSS in T.
 run() {
-  local name=$1
-  shift
-  drop
-  /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" >"$work/out" 2>"$work/err" || {
-    echo "scale: $name failed:" >&2
-    cat "$work/err" >&2
-    exit 1
-  }
-  read -r wall user sys rss <"$work/time"
-  T=("$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN {printf "%.1f", u + s}')" "$((rss / 1024))")
-  log "$name: ${T[0]} s wall, ${T[1]} s CPU, ${T[2]} MiB"
+  timed "$@"
+  T=("$T_WALL" "$(awk -v u="$T_USER" -v s="$T_SYS" 'BEGIN {printf "%.1f", u + s}')" "$((T_RSS / 1024))")
+  log "$1: ${T[0]} s wall, ${T[1]} s CPU, ${T[2]} MiB"
 }
 bytes() { du -sb "$1" | cut -f1; }
 mb() { awk -v b="$1" 'BEGIN {printf "%.2f", b / 1e6}'; }

@@ -1,0 +1,34 @@
+# Shared by the bench scripts (sourced, not run).
+
+# generated_home GENHOME PRESET HOME: makes HOME the preset's home (seed 1),
+# generating it again only when it is missing or another genhome made it
+# (HOME.stamp says which). A script that changes HOME removes the stamp.
+generated_home() {
+  local stamp
+  stamp="$2 seed 1 $(sha256sum "$1" | cut -c1-16)"
+  [ "$(cat "$3.stamp" 2>/dev/null)" != "$stamp" ] || return 0
+  printf '== generating the %s home in %s\n' "$2" "$3" >&2
+  rm -rf "$3" && "$1" -preset "$2" -seed 1 "$3" >&2 && echo "$stamp" >"$3.stamp"
+}
+
+# drop empties the page cache when this user may, else says the runs are
+# warm (cache=warm).
+cache=cold
+drop() { sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || cache=warm; }
+
+# timed NAME CMD...: one sample of CMD after drop, by GNU time, its output
+# in $work/out and $work/err; its wall, user and system seconds and peak
+# RSS (KiB; for a pipeline run through sh, the largest process's) in
+# T_WALL, T_USER, T_SYS and T_RSS. When CMD fails, its errors are printed
+# and the script exits.
+timed() {
+  local name=$1
+  shift
+  drop
+  /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" >"$work/out" 2>"$work/err" || {
+    echo "$(basename "$0" .sh): $name failed:" >&2
+    cat "$work/err" >&2
+    exit 1
+  }
+  read -r T_WALL T_USER T_SYS T_RSS <"$work/time"
+}
