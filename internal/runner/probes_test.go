@@ -51,6 +51,7 @@ func TestProbesAnswerStatusOnly(t *testing.T) {
 			}
 		}
 	}
+	waitFor(t, "the failed snapshot recorded", func() bool { return p.r.Status().Reason == LastFailed })
 	probe("after a failed snapshot", http.StatusServiceUnavailable, "not ready: "+LastFailed+"\n")
 
 	held := error(&lease.HeldError{Holder: lease.Holder{Pod: "jenkins-0", Host: "node-a"}, Expires: p.clock.Now().Add(time.Minute)})

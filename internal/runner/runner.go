@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -367,6 +368,13 @@ func (r *Runner) attempt(ctx context.Context, trigger string) Attempt {
 	r.mu.Unlock()
 	if r.o.Observe != nil {
 		r.o.Observe(a)
+	}
+	if a.Result == nil || !a.Result.Unchanged {
+		// The runtime keeps a snapshot's garbage mapped up to the soft
+		// memory limit until the next one needs it: give it back, so that
+		// between snapshots the pod holds what it uses (BENCHMARKS.md:
+		// every phase's memory).
+		debug.FreeOSMemory()
 	}
 	return a
 }
