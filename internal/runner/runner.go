@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
-	rtmetrics "runtime/metrics"
 	"sync"
 	"time"
 
@@ -370,7 +369,7 @@ func (r *Runner) attempt(ctx context.Context, trigger string) Attempt {
 	if r.o.Observe != nil {
 		r.o.Observe(a)
 	}
-	reclaim()
+	reclaim(a.Result)
 	return a
 }
 
@@ -451,20 +450,13 @@ func (r *Runner) Status() Status {
 	return s
 }
 
-// reclaimSlack is how much garbage and free heap a snapshot may leave
-// mapped: a nothing-changed snapshot through the journal leaves far less,
-// and is not worth a collection.
-const reclaimSlack = 16 << 20
-
-// reclaim gives the heap's garbage and free pages back to the system when
-// they exceed reclaimSlack. The runtime would keep them, up to the soft
-// memory limit, until the next snapshot needs them: after a walk of a
-// million files that was ~35 MiB the pod held while idle (BENCHMARKS.md:
-// every phase's memory).
-func reclaim() {
-	s := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
-	rtmetrics.Read(s)
-	if s[0].Value.Uint64()+s[1].Value.Uint64() > s[2].Value.Uint64()+reclaimSlack {
-		debug.FreeOSMemory()
+// reclaim gives a snapshot's garbage back to the system, which the
+// runtime would otherwise keep mapped, up to the soft memory limit, until
+// the next snapshot needs it. A nothing-changed snapshot through the
+// journal leaves almost none, and is not worth a collection.
+func reclaim(res *snapshot.Result) {
+	if res != nil && res.Unchanged && res.ChangeJournal != nil && res.ChangeJournal.Mode == snapshot.JournalMode {
+		return
 	}
+	debug.FreeOSMemory()
 }

@@ -58,6 +58,9 @@ func (f *ChangeJournal) Watches() int {
 // Close stops following the home.
 func (f *ChangeJournal) Close() error { return f.j.Close() }
 
+// JournalMode is ChangeJournalUse.Mode when only the changes were re-walked.
+const JournalMode = "journal"
+
 // ChangeJournalUse says how a snapshot used the journal (Result.ChangeJournal).
 type ChangeJournalUse struct {
 	// Mode is "journal" (only the changes were re-walked), "walk" (a full
@@ -126,7 +129,7 @@ func (f *ChangeJournal) begin(o *Options, parent string, src source) (*changeRun
 		r.use.Mode = "verify"
 		return r, walk{verify: rescan, differences: &r.use.Differences, seen: f.j.Seen, linked: f.j.Linked}
 	}
-	r.use.Mode = "journal"
+	r.use.Mode = JournalMode
 	r.unchanged = ch.Empty() && clean && !o.Force
 	return r, walk{rescan: func(ctx context.Context, base iter.Seq2[*archive.Entry, error], skipped scan.Skipped, fn func(*archive.Entry) error) error {
 		if len(ch.Inodes) > 0 { // Rescan reads its base twice: a reader of its own
@@ -157,7 +160,7 @@ func (r *changeRun) end(err error, committed string, clean bool) {
 		return
 	}
 	f.base, f.baseClean = committed, clean
-	if r.use.Mode != "journal" {
+	if r.use.Mode != JournalMode {
 		f.lastVerify = time.Now()
 	}
 }
