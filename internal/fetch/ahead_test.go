@@ -137,4 +137,3 @@ func TestRequestsAreSentWhileTheWorkersRead(t *testing.T) {
 		t.Fatalf("after the fetch: %d requests open, at most %d at once (want 0, %d)", open, most, want)
 	}
 }
-
