@@ -225,7 +225,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		go r.renew(ctx)
 	}
 	for trigger := repo.TriggerScheduled; ; {
-		r.attempt(ctx, trigger)
+		reclaim(r.attempt(ctx, trigger).Result)
 		if openAfterFirst {
 			openAfterFirst = false
 			go r.openJournal()
@@ -369,7 +369,6 @@ func (r *Runner) attempt(ctx context.Context, trigger string) Attempt {
 	if r.o.Observe != nil {
 		r.o.Observe(a)
 	}
-	reclaim(a.Result)
 	return a
 }
 
@@ -453,7 +452,8 @@ func (r *Runner) Status() Status {
 // reclaim gives a snapshot's garbage back to the system, which the
 // runtime would otherwise keep mapped, up to the soft memory limit, until
 // the next snapshot needs it. A nothing-changed snapshot through the
-// journal leaves almost none, and is not worth a collection.
+// journal leaves almost none, and is not worth a collection; the final
+// snapshot has no next one.
 func reclaim(res *snapshot.Result) {
 	if res != nil && res.Unchanged && res.ChangeJournal != nil && res.ChangeJournal.Mode == snapshot.JournalMode {
 		return
