@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -23,6 +24,7 @@ type buildSpec struct {
 	emptyArchive   bool
 	commits        int
 	junit          bool
+	junitMax       int // most test cases its junitResult.xml may hold
 	longPath       bool
 }
 
@@ -40,10 +42,11 @@ type sizing struct {
 	artifactRate   float64
 	artifactMedian int64
 	flowNodes      int
+	junitMax       int // 0: 400
 }
 
 func (p Preset) sizing() sizing {
-	return sizing{p.LogMedian, p.LogSigma, p.LogMax, p.ArtifactRate, p.ArtifactMedian, p.FlowNodes}
+	return sizing{p.LogMedian, p.LogSigma, p.LogMax, p.ArtifactRate, p.ArtifactMedian, p.FlowNodes, p.JUnitMax}
 }
 
 func pickResult(r *rng) string {
@@ -70,6 +73,7 @@ func newBuildSpec(r *rng, sz sizing, number int, pipeline bool, start time.Time)
 		logSize:  r.size(sz.logMedian, sz.logSigma, 300, sz.logMax),
 		commits:  r.between(0, 4) * r.IntN(2),
 		junit:    r.chance(0.5),
+		junitMax: cmp.Or(sz.junitMax, 400),
 	}
 	if pipeline {
 		s.flowNodes = max(4, r.between(sz.flowNodes/2, sz.flowNodes*3/2))
@@ -118,7 +122,7 @@ func writeBuild(w *writer, job string, s buildSpec, r *rng, lt *logText) error {
 		return err
 	}
 	if s.junit {
-		if err := w.file(dir+"junitResult.xml", 0o644, ns(r, end), junitXML(r.between(20, 400), r)); err != nil {
+		if err := w.file(dir+"junitResult.xml", 0o644, ns(r, end), junitXML(r.between(20, s.junitMax), r)); err != nil {
 			return err
 		}
 	}

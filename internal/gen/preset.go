@@ -30,6 +30,7 @@ type Preset struct {
 	ArtifactRate   float64 // fraction of builds that archive artifacts
 	ArtifactMedian int64   // median artifact size (random bytes)
 	FlowNodes      int     // mean flow-node files per Pipeline build
+	JUnitMax       int     // most test cases in a junitResult.xml; 0 means 400
 
 	Agents         int // permanent, SSH and Kubernetes agents in nodes/
 	Plugins        int // .jpi files, each with an exploded directory
@@ -78,6 +79,17 @@ var presets = map[string]Preset{
 		Builds:    950,
 		LogMedian: 2 * kib, LogSigma: 0.8, LogMax: 256 * kib,
 		ArtifactRate: 0, FlowNodes: 4,
+		Agents: 40, Plugins: 20, PluginMedian: 100 * kib, Fingerprints: 2000, WorkspaceFiles: 100,
+	},
+	// five-million: the million's shape, wider (~1,780 jobs of ~950
+	// builds: ~5M files, ~1.5M directories), with smaller logs and test
+	// reports so that the home and its restore fit side by side on an
+	// 80 GB disk (~26 GB each); for the scale benchmark.
+	"five-million": {
+		Name: "five-million", Folders: 30, MaxDepth: 2, Freestyle: 1780,
+		Builds:    950,
+		LogMedian: 1 * kib, LogSigma: 0.8, LogMax: 64 * kib,
+		ArtifactRate: 0, FlowNodes: 4, JUnitMax: 40,
 		Agents: 40, Plugins: 20, PluginMedian: 100 * kib, Fingerprints: 2000, WorkspaceFiles: 100,
 	},
 }

@@ -5,6 +5,8 @@
 # before every measured command when that is possible:
 #
 #   scripts/bench/scale.sh [preset]        # default: million
+#   HOMESNAP_BENCH_IN_PLACE=1 HOMESNAP_BENCH_TAR_WALK=0 \
+#     scripts/bench/scale.sh five-million  # ~5M files, on an 80 GB disk
 #
 # Rows: full snapshot, nothing changed, one appended file, 1 % churn
 # (time and bytes written to the store), restore into an empty directory,
@@ -14,8 +16,16 @@
 # backup and restore of a million files take longer than the rest of the
 # script); scripts/bench.sh compares it on the medium home.
 #
-# Environment: HOMESNAP_BENCH_DIR (default /tmp/homesnap-scale) holds the
-# generated home (kept and reused) and the working stores (removed).
+# Environment:
+#   HOMESNAP_BENCH_DIR       the generated home (kept and reused) and the
+#                            working stores (removed); default /tmp/homesnap-scale
+#   HOMESNAP_BENCH_IN_PLACE  1: snapshot and change the generated home itself
+#                            rather than a copy, for a disk that holds the
+#                            home and its restore but not a third copy
+#                            (five-million: ~26 GB each); the next run
+#                            generates it again
+#   HOMESNAP_BENCH_TAR_WALK  0: leave out the row of tar walking the home
+#                            itself (one more full read of the home)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
@@ -36,7 +46,13 @@ generated_home "$b/genhome" "$PRESET" "$home"
 work=$BENCH/work
 rm -rf "$work" && mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
-cp -a "$home" "$work/home"
+h=$work/home # the home snapshotted and changed
+if [ "${HOMESNAP_BENCH_IN_PLACE:-0}" = 1 ]; then
+  rm -f "$home.stamp" # changed below: the next run generates it again
+  h=$home
+else
+  cp -a "$home" "$h"
+fi
 store=$work/store
 mkdir "$store"
 export HOMESNAP_LOG_FORMAT=json HOMESNAP_LOG_LEVEL=warn
@@ -93,7 +109,7 @@ print(f"== restore exact: {n} paths match the home (type, mode, owner, size, mti
 PY
 }
 
-run "full snapshot" "$b/snapshot" --once --home "$work/home" --store "$store"
+run "full snapshot" "$b/snapshot" --once --home "$h" --store "$store"
 full=("${T[@]}")
 stored_full=$(bytes "$store")
 zstd -dc "$store"/snapshots/*.json.zst | python3 -c '
@@ -103,7 +119,7 @@ for line in sys.stdin:
     if "path" in e:
         sys.stdout.write(e["path"] + "\0")' >"$work/list"
 paths=$(tr -cd '\0' <"$work/list" | wc -c)
-run "tar+zstd" sh -c 'cd "$1" && tar -cf - --no-recursion --null -T "$2" | zstd -3 -T0 -q -o "$3"' sh "$work/home" "$work/list" "$work/home.tar.zst"
+run "tar+zstd" sh -c 'cd "$1" && tar -cf - --no-recursion --null -T "$2" | zstd -3 -T0 -q -o "$3"' sh "$h" "$work/list" "$work/home.tar.zst"
 tarfull=("${T[@]}")
 n=$(zstd -dc "$work/home.tar.zst" | tar -t | wc -l)
 [ "$n" -eq "$paths" ] || { echo "scale: tar stored $n paths, homesnap $paths" >&2; exit 1; }
@@ -112,30 +128,32 @@ row "full snapshot" "${full[0]} s, ${full[2]} MiB" "tar+zstd ${tarfull[0]} s" "$
 # admin would type it: it reads in directory order with paths relative to
 # each directory, which was faster than the sorted list above on this home
 # (a few hundred unselected paths come along).
-tops=$(tr '\0' '\n' <"$work/list" | cut -d/ -f1 | sort -u | tr '\n' ' ')
-run "tar+zstd, tar walking" sh -c 'out=$1 dir=$2; shift 2; cd "$dir" && tar -cf - "$@" | zstd -3 -T0 -q -o "$out"' sh "$work/walked.tar.zst" "$work/home" $tops
-tarwalk=("${T[@]}")
-rm -f "$work/walked.tar.zst"
-row "full snapshot, tar walking the selected top-level paths itself" "${full[0]} s" "tar+zstd ${tarwalk[0]} s" "$(ratio "${full[0]}" "${tarwalk[0]}")×"
+if [ "${HOMESNAP_BENCH_TAR_WALK:-1}" != 0 ]; then
+  tops=$(tr '\0' '\n' <"$work/list" | cut -d/ -f1 | sort -u | tr '\n' ' ')
+  run "tar+zstd, tar walking" sh -c 'out=$1 dir=$2; shift 2; cd "$dir" && tar -cf - "$@" | zstd -3 -T0 -q -o "$out"' sh "$work/walked.tar.zst" "$h" $tops
+  tarwalk=("${T[@]}")
+  rm -f "$work/walked.tar.zst"
+  row "full snapshot, tar walking the selected top-level paths itself" "${full[0]} s" "tar+zstd ${tarwalk[0]} s" "$(ratio "${full[0]}" "${tarwalk[0]}")×"
+fi
 
-run "nothing changed" "$b/snapshot" --once --home "$work/home" --store "$store"
+run "nothing changed" "$b/snapshot" --once --home "$h" --store "$store"
 nc=("${T[@]}")
 [ ! -s "$work/out" ] || { echo "scale: a snapshot was taken although nothing changed" >&2; exit 1; }
-run "stat scan" find "$work/home" -printf '%i %s %C@ %m\n'
+run "stat scan" find "$h" -printf '%i %s %C@ %m\n'
 scan=("${T[@]}")
 row "nothing changed" "${nc[0]} s, ${nc[2]} MiB" "find -printf ${scan[0]} s" "$(ratio "${nc[0]}" "${scan[0]}")× (≤ 1.3×)"
 
 before=$(bytes "$store")
-log=$(find "$work/home/jobs" -name log -type f -print -quit) # not | head: SIGPIPE fails the pipe
+log=$(find "$h/jobs" -name log -type f -print -quit) # not | head: SIGPIPE fails the pipe
 echo "one more line" >>"$log"
-run "one appended file" "$b/snapshot" --once --home "$work/home" --store "$store"
+run "one appended file" "$b/snapshot" --once --home "$h" --store "$store"
 one=("${T[@]}")
 written=$(($(bytes "$store") - before))
 row "one appended file" "${one[0]} s, writes $(mb "$written") MB" "" "≤ 1 MB"
 
-"$b/genhome" -churn 0.01 -seed 2 "$work/home" >"$work/churn" 2>&1
+"$b/genhome" -churn 0.01 -seed 2 "$h" >"$work/churn" 2>&1
 before=$(bytes "$store")
-run "1 % churn" "$b/snapshot" --once --home "$work/home" --store "$store"
+run "1 % churn" "$b/snapshot" --once --home "$h" --store "$store"
 churn=("${T[@]}")
 written=$(($(bytes "$store") - before))
 archive=$(bytes "$store/archives/$(cat "$work/out").tar.zst")
@@ -146,7 +164,7 @@ row "1 % churn" "${churn[0]} s, writes $(mb "$written") MB" "its archive $(mb "$
 mkdir "$work/r-hs"
 run "restore" env HOMESNAP_LOG_LEVEL=info "$b/restore" --progress off --home "$work/r-hs" --store "$store"
 rest=("${T[@]}")
-same_tree "$work/home" "$work/r-hs"
+same_tree "$h" "$work/r-hs"
 rm -rf "$work/r-hs"
 mkdir "$work/r-tar"
 run "zstd -dc | tar -x; sync" sh -c 'zstd -dc "$1" | tar -x -C "$2" && sync -f "$2"' sh "$work/home.tar.zst" "$work/r-tar"
