@@ -5,8 +5,16 @@
 # before every measured command when that is possible:
 #
 #   scripts/bench/scale.sh [preset]        # default: million
-#   HOMESNAP_BENCH_IN_PLACE=1 HOMESNAP_BENCH_TAR_WALK=0 \
-#     scripts/bench/scale.sh five-million  # ~5M files, on an 80 GB disk
+#
+# Five million files (the five-million preset) on a disk of 80 GB: the
+# home and its restore take ~33 GB each in 4 KiB blocks, so both go on a
+# file system of 1 KiB blocks made for the run, and the home is changed in
+# place (as root; direct I/O so the loop file is not cached twice):
+#
+#   truncate -s 64G IMG && mkfs.ext4 -b 1024 -N 15000000 -m 0 IMG
+#   mount -o noatime "$(losetup --direct-io=on -f --show IMG)" /mnt/hs5m
+#   HOMESNAP_BENCH_DIR=/mnt/hs5m HOMESNAP_BENCH_IN_PLACE=1 \
+#     HOMESNAP_BENCH_TAR_WALK=0 scripts/bench/scale.sh five-million
 #
 # Rows: full snapshot, nothing changed, one appended file, 1 % churn
 # (time and bytes written to the store), restore into an empty directory,
@@ -21,9 +29,8 @@
 #                            working stores (removed); default /tmp/homesnap-scale
 #   HOMESNAP_BENCH_IN_PLACE  1: snapshot and change the generated home itself
 #                            rather than a copy, for a disk that holds the
-#                            home and its restore but not a third copy
-#                            (five-million: ~26 GB each); the next run
-#                            generates it again
+#                            home and its restore but not a third copy;
+#                            the next run generates it again
 #   HOMESNAP_BENCH_TAR_WALK  0: leave out the row of tar walking the home
 #                            itself (one more full read of the home)
 set -euo pipefail
