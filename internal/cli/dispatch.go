@@ -118,6 +118,28 @@ func Main(name string) int {
 	return execute(lookup(name), os.Args[1:], os.Stdout, os.Stderr)
 }
 
+// memoryLimit is the soft heap limit unless GOMEMLIMIT sets one: a ceiling
+// that keeps the sidecar small (BENCHMARKS.md: every phase's memory).
+const memoryLimit = 80 << 20
+
+// snapshotRoom is what a snapshot needs under the soft limit beside what
+// the sidecar holds for good (the change journal): its buffers, encoders
+// and manifests, and the collector's margin.
+const snapshotRoom = 48 << 20
+
+// makeRoom raises the soft limit to held + snapshotRoom when that is over
+// it and GOMEMLIMIT does not set it: a heap that holds more than the limit
+// between snapshots would make the collector run without pause through
+// every snapshot. It returns the new limit, or 0.
+func makeRoom(held int64) int64 {
+	limit := held + snapshotRoom
+	if os.Getenv("GOMEMLIMIT") != "" || limit <= debug.SetMemoryLimit(-1) {
+		return 0
+	}
+	debug.SetMemoryLimit(limit)
+	return limit
+}
+
 // execute runs one command and returns its exit status (see exitCode).
 func execute(c *command, args []string, stdout, stderr io.Writer) int {
 	if c.config != nil && version.Asked(args) {
@@ -131,8 +153,7 @@ func execute(c *command, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft ceiling that keeps the sidecar small; GOMEMLIMIT overrides.
-		debug.SetMemoryLimit(80 << 20)
+		debug.SetMemoryLimit(memoryLimit)
 	}
 	if p := os.Getenv("HOMESNAP_CPUPROFILE"); p != "" { // for profiling runs
 		if f, err := os.Create(p); err == nil {

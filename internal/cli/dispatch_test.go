@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -305,5 +306,25 @@ func TestLs(t *testing.T) {
 	}
 	if r := homesnapRun("homesnap", "ls", id, "--snapshot", id, "--store", store); r.code != ExitUsage {
 		t.Errorf("ls ID --snapshot ID: exit %d, want %d", r.code, ExitUsage)
+	}
+}
+
+// The soft limit keeps a snapshot's room beside what the sidecar holds for
+// good, and GOMEMLIMIT still wins.
+func TestMakeRoomKeepsASnapshotsRoomBesideTheJournal(t *testing.T) {
+	before := debug.SetMemoryLimit(memoryLimit)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	t.Setenv("GOMEMLIMIT", "")
+	if got := makeRoom(10 << 20); got != 0 || debug.SetMemoryLimit(-1) != memoryLimit {
+		t.Fatalf("10 MiB held: raised to %d, limit %d; want the limit left at %d", got, debug.SetMemoryLimit(-1), memoryLimit)
+	}
+	held := int64(1_500_000 * 110) // five million files' journal
+	if got, want := makeRoom(held), held+snapshotRoom; got != want || debug.SetMemoryLimit(-1) != want {
+		t.Fatalf("%d held: raised to %d, limit %d; want %d", held, got, debug.SetMemoryLimit(-1), want)
+	}
+	debug.SetMemoryLimit(memoryLimit)
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	if got := makeRoom(held); got != 0 || debug.SetMemoryLimit(-1) != memoryLimit {
+		t.Fatalf("with GOMEMLIMIT set: raised to %d; want it left alone", got)
 	}
 }

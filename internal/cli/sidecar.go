@@ -160,6 +160,9 @@ func (c *snapshotConfig) journalOpener(opts snapshot.Options, m *metrics.Metrics
 		}
 		m.JournalState(metrics.JournalOn)
 		log.Info().Int("watches", j.Watches()).Dur("opened_in", time.Since(opening)).Dur("verify_interval", c.JournalVerify).Msg("change journal on: snapshots read only what changed")
+		if limit := makeRoom(j.HeldBytes()); limit > 0 {
+			log.Info().Int64("memory_limit_mib", limit>>20).Int("watches", j.Watches()).Msg("the soft memory limit is raised to keep a snapshot's room beside the change journal's watches (GOMEMLIMIT sets it)")
+		}
 		return j, nil
 	}, nil
 }

@@ -55,6 +55,9 @@ func (f *ChangeJournal) Watches() int {
 	return st.DirWatches + st.FileWatches
 }
 
+// HeldBytes is about what the journal holds on the heap for its watches.
+func (f *ChangeJournal) HeldBytes() int64 { return int64(f.Watches()) * journal.WatchBytes }
+
 // Close stops following the home.
 func (f *ChangeJournal) Close() error { return f.j.Close() }
 
