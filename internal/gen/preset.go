@@ -30,7 +30,7 @@ type Preset struct {
 	ArtifactRate   float64 // fraction of builds that archive artifacts
 	ArtifactMedian int64   // median artifact size (random bytes)
 	FlowNodes      int     // mean flow-node files per Pipeline build
-	JUnitMax       int     // most test cases in a junitResult.xml; 0 means 400
+	JUnitMax       int     // most test cases in a junitResult.xml (at least 20); 0 means 400
 
 	Agents         int // permanent, SSH and Kubernetes agents in nodes/
 	Plugins        int // .jpi files, each with an exploded directory
