@@ -49,12 +49,13 @@ type Journal struct {
 	done chan struct{}
 
 	mu      sync.Mutex
-	watches map[int32]*watch
+	t       table
+	watches map[int32]node // by watch descriptor
 	// ended are the watches whose IN_IGNORED was read this interval and
 	// the one before: an event racing a watch's removal can come after it.
 	ended, endedBefore map[int32]bool
-	top                *watch            // the home
-	moves              map[uint32]*watch // directories moved away, until their IN_MOVED_TO (same cookie)
+	top                node            // the home
+	moves              map[uint32]node // directories moved away, until their IN_MOVED_TO (same cookie)
 	changes            *Changes
 	fail               *FullWalkError // why this interval cannot be trusted
 	resync             bool           // the watches must be placed again before the next interval
@@ -62,21 +63,6 @@ type Journal struct {
 	stats              Stats
 	buf                []byte // events
 	dents              []byte // directory listings
-}
-
-// watch is one inotify watch: a directory of the selection, a node of
-// the tree of watched directories (its path is its names up to the home),
-// or a file with several names. One allocation per watch: a million-file
-// home has ~300,000 directories, and the sidecar holds them all.
-type watch struct {
-	parent   *watch   // a directory's: nil for the home, and once detached
-	children []*watch // a directory's watched subdirectories, by name (a map would cost ~50 bytes each)
-	name     string   // a directory's name in its parent
-	ino      uint64   // a file's inode
-	wd       int32
-	file     bool
-	removed  bool // removed by us: its last events and IN_IGNORED are expected
-	deleted  bool // IN_DELETE_SELF seen: IN_IGNORED is expected
 }
 
 // Open starts following the selection sel of home: it watches every
@@ -120,8 +106,8 @@ func Open(h *homefs.Home, sel *selector.Selector) (*Journal, error) {
 	}
 	j := &Journal{
 		home: home, root: root, sel: sel, ifd: ifd, wake: wake, done: make(chan struct{}),
-		watches: map[int32]*watch{}, ended: map[int32]bool{}, endedBefore: map[int32]bool{},
-		moves: map[uint32]*watch{}, changes: newChanges(),
+		t: newTable(), watches: map[int32]node{}, top: none, ended: map[int32]bool{}, endedBefore: map[int32]bool{},
+		moves: map[uint32]node{}, changes: newChanges(),
 		stats: Stats{Fallbacks: map[Reason]uint64{}}, buf: make([]byte, 64<<10), dents: make([]byte, 32<<10),
 	}
 	j.mu.Lock()
@@ -203,8 +189,8 @@ func (j *Journal) Stats() Stats {
 	for r, n := range j.stats.Fallbacks {
 		s.Fallbacks[r] = n
 	}
-	for _, w := range j.watches {
-		switch {
+	for _, n := range j.watches {
+		switch w := j.t.at(n); {
 		case w.removed || w.deleted:
 		case !w.file:
 			s.DirWatches++
@@ -232,7 +218,7 @@ func (j *Journal) Close() error {
 	defer j.mu.Unlock()
 	j.dead = true
 	j.fail = &FullWalkError{Reason: ReasonClosed, Detail: "the journal was closed"}
-	j.watches, j.top = nil, nil
+	j.watches, j.top, j.t = nil, none, table{}
 	return j.closeFds()
 }
 
@@ -293,10 +279,10 @@ func (j *Journal) drain(discard bool) {
 				j.stats.Events++
 				j.handle(ev.Wd, ev.Mask, ev.Cookie, name)
 			case ev.Mask&unix.IN_IGNORED != 0: // the watch table still follows the kernel's
-				if w := j.watches[ev.Wd]; w != nil {
+				if n, ok := j.watches[ev.Wd]; ok {
 					delete(j.watches, ev.Wd)
 					j.ended[ev.Wd] = true
-					j.detach(w)
+					j.detach(n)
 				}
 			}
 			off = end
@@ -308,6 +294,7 @@ func (j *Journal) drain(discard bool) {
 		delete(j.moves, c)
 		j.unwatchTree(n)
 	}
+	j.t.compact(j.watches, &j.top) // no node is held outside the table here
 }
 
 // handle applies one event.
@@ -316,14 +303,15 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 		j.untrust(ReasonOverflow, "the kernel's event queue overflowed and events were lost (fs.inotify.max_queued_events)")
 		return
 	}
-	w := j.watches[wd]
-	if w == nil && (j.ended[wd] || j.endedBefore[wd]) {
+	n, ok := j.watches[wd]
+	if !ok && (j.ended[wd] || j.endedBefore[wd]) {
 		return // raced its removal: a directory deleted, or no longer ours
 	}
-	if w == nil {
+	if !ok {
 		j.untrust(ReasonUnknown, fmt.Sprintf("event %#x for watch %d, which the journal does not know", mask, wd))
 		return
 	}
+	w := j.t.at(n)
 	if mask&unix.IN_DELETE_SELF != 0 {
 		w.deleted = true
 	}
@@ -331,23 +319,22 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 		delete(j.watches, wd)
 		j.ended[wd] = true
 		if !w.removed && !w.deleted {
-			j.untrust(ReasonWatchLost, "the watch of "+j.describe(w)+" ended unexpectedly")
+			j.untrust(ReasonWatchLost, "the watch of "+j.describe(n)+" ended unexpectedly")
 		}
-		j.detach(w)
+		j.detach(n)
 		return
 	}
 	if w.removed {
 		return
 	}
 	if mask&unix.IN_UNMOUNT != 0 {
-		j.untrust(ReasonUnmount, "the file system of "+j.describe(w)+" was unmounted")
+		j.untrust(ReasonUnmount, "the file system of "+j.describe(n)+" was unmounted")
 		return
 	}
 	if w.file { // every name of it changed
-		j.changes.Inodes[w.ino] = true
+		j.changes.Inodes[j.t.inos[n]] = true
 		return
 	}
-	n := w
 	dir, attached := j.pathOf(n)
 	if !attached {
 		return // deleted or moved away: its old and new places are re-walked whole
@@ -378,9 +365,9 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 	switch {
 	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
 		j.dirChanged(n, dir)
-		var moved *watch
-		if mask&unix.IN_MOVED_TO != 0 {
-			moved = j.moves[cookie]
+		moved := none
+		if m, ok := j.moves[cookie]; ok && mask&unix.IN_MOVED_TO != 0 {
+			moved = m
 			delete(j.moves, cookie)
 		}
 		switch {
@@ -402,9 +389,9 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 		if j.keep(p) {
 			j.changes.path(p, isDir)
 		}
-		if c := n.child(name); isDir && c != nil {
-			n.dropChild(name)
-			c.parent = nil
+		if c := j.t.child(n, name); isDir && c != none {
+			j.t.dropChild(n, name)
+			j.t.at(c).parent = none
 			if mask&unix.IN_MOVED_FROM != 0 {
 				j.moves[cookie] = c
 			}
@@ -419,7 +406,7 @@ func (j *Journal) handle(wd int32, mask, cookie uint32, name string) {
 }
 
 // dirChanged records that a directory's entries changed (and so its mtime).
-func (j *Journal) dirChanged(n *watch, dir string) {
+func (j *Journal) dirChanged(n node, dir string) {
 	if n != j.top {
 		j.changes.path(dir, false)
 	}
@@ -436,12 +423,12 @@ func (j *Journal) enter(p string) bool { return p == "" || !scan.Reserved(p) && 
 // rebuild watches the whole selection's directories afresh; the watches
 // the kernel still has are reused and the rest removed.
 func (j *Journal) rebuild() {
-	old := make(map[int32]*watch, len(j.watches))
-	for wd, w := range j.watches {
-		old[wd] = w
+	old := make(map[int32]node, len(j.watches))
+	for wd, n := range j.watches {
+		old[wd] = n
 	}
 	clear(j.moves)
-	top, err := j.add(int(j.root), "")
+	top, err := j.add(int(j.root), "", "", none)
 	if err == nil {
 		j.top = top
 		_, err = unix.Seek(int(j.root), 0, io.SeekStart) // listed again by every rebuild
@@ -465,15 +452,15 @@ func (j *Journal) rebuild() {
 // last full walk: its files are statted for their link counts (Open and a
 // resync place watches with placeBelow, and the full walk that follows
 // tells Linked).
-func (j *Journal) watchTree(parent *watch, name string, old *watch) {
-	stale := map[int32]*watch{}
+func (j *Journal) watchTree(parent node, name string, old node) {
+	stale := map[int32]node{}
 	j.collect(old, stale)
 	defer j.removeStale(stale)
 	dir, _ := j.pathOf(parent)
 	rel := join(dir, name)
-	if prev := parent.child(name); prev != nil { // replaced by this one
-		parent.dropChild(name)
-		prev.parent = nil
+	if prev := j.t.child(parent, name); prev != none { // replaced by this one
+		j.t.dropChild(parent, name)
+		j.t.at(prev).parent = none
 		j.collect(prev, stale)
 	}
 	if !j.enter(rel) {
@@ -488,19 +475,18 @@ func (j *Journal) watchTree(parent *watch, name string, old *watch) {
 		return
 	}
 	defer unix.Close(fd)
-	n, err := j.add(fd, rel)
+	n, err := j.add(fd, rel, name, parent)
 	if err != nil {
 		return
 	}
-	n.name, n.parent = name, parent
-	parent.addChild(n)
+	j.t.addChild(parent, n)
 	j.watchBelow(fd, n, rel, old)
 }
 
 // watchBelow lists the open directory fd (node n at rel) and watches what
 // lies below it. Subdirectories are known by the type the listing gives;
 // files are statted for their link counts.
-func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch) {
+func (j *Journal) watchBelow(fd int, n node, rel string, old node) {
 	ents, err := readDirents(fd, j.dents, true)
 	if errors.Is(err, unix.ENOENT) {
 		return // deleted since it was opened: its delete is an event
@@ -521,9 +507,9 @@ func (j *Journal) watchBelow(fd int, n *watch, rel string, old *watch) {
 		}
 		switch {
 		case typ == unix.DT_DIR: // watchTree asks whether the walk enters it
-			var o *watch
-			if old != nil {
-				o = old.child(e.name)
+			o := none
+			if old != none {
+				o = j.t.child(old, e.name)
 			}
 			j.watchTree(n, e.name, o)
 		case typ == unix.DT_REG && st.Nlink > 1:
@@ -593,20 +579,21 @@ func (j *Journal) watchFile(dir int, name, rel string, ino uint64) (ctime int64,
 	if err != nil {
 		return 0, false
 	}
-	j.watches[wd] = &watch{wd: wd, ino: ino, file: true}
+	j.watches[wd] = j.t.addFile(wd, ino)
 	if unix.Fstat(fd, &st) != nil {
 		return 0, false
 	}
 	return st.Ctim.Nano(), true
 }
 
-// add watches the open directory fd (at rel) and returns its node.
-func (j *Journal) add(fd int, rel string) (*watch, error) {
+// add watches the open directory fd (at rel), name in parent, and
+// returns its node.
+func (j *Journal) add(fd int, rel, name string, parent node) (node, error) {
 	wd, err := j.addWatch(fd, rel, dirMask)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	n := &watch{wd: wd}
+	n := j.t.add(wd, name, parent)
 	j.watches[wd] = n
 	return n, nil
 }
@@ -668,78 +655,54 @@ func (j *Journal) end(fail *FullWalkError) {
 	}
 	j.fail, j.dead = fail, true
 	clear(j.watches)
-	j.top = nil
+	j.top, j.t = none, newTable()
 }
 
 // collect adds the watches of n's tree to into.
-func (j *Journal) collect(n *watch, into map[int32]*watch) {
-	if n == nil {
+func (j *Journal) collect(n node, into map[int32]node) {
+	if n == none {
 		return
 	}
-	if j.watches[n.wd] == n {
-		into[n.wd] = n
+	if wd := j.t.at(n).wd; j.watches[wd] == n {
+		into[wd] = n
 	}
-	for _, c := range n.children {
+	for _, c := range j.t.kids[n] {
 		j.collect(c, into)
 	}
 }
 
 // removeStale removes the watches of old that no new node reuses.
-func (j *Journal) removeStale(old map[int32]*watch) {
-	for wd, w := range old {
-		if j.watches[wd] == w && !w.removed && !w.deleted {
-			j.unwatch(wd, w)
+func (j *Journal) removeStale(old map[int32]node) {
+	for wd, n := range old {
+		if cur, ok := j.watches[wd]; ok && cur == n && !j.t.at(n).removed && !j.t.at(n).deleted {
+			j.unwatch(wd, n)
 		}
 	}
 }
 
-func (j *Journal) unwatchTree(n *watch) {
-	ws := map[int32]*watch{}
+func (j *Journal) unwatchTree(n node) {
+	ws := map[int32]node{}
 	j.collect(n, ws)
 	j.removeStale(ws)
 }
 
 // unwatch removes a watch. It stays known until its IN_IGNORED, which
 // the kernel queues also when the watch was gone already (EINVAL).
-func (j *Journal) unwatch(wd int32, w *watch) {
-	w.removed = true
+func (j *Journal) unwatch(wd int32, n node) {
+	j.t.at(n).removed = true
 	unix.InotifyRmWatch(j.ifd, uint32(wd))
-	j.detach(w)
-}
-
-// child returns n's watched subdirectory name, or nil.
-func (n *watch) child(name string) *watch {
-	if i, ok := n.find(name); ok {
-		return n.children[i]
-	}
-	return nil
-}
-
-// addChild makes c the subdirectory c.name of n, replacing any before it.
-func (n *watch) addChild(c *watch) {
-	i, ok := n.find(c.name)
-	if ok {
-		n.children[i] = c
-		return
-	}
-	n.children = slices.Insert(n.children, i, c)
-}
-
-func (n *watch) dropChild(name string) {
-	if i, ok := n.find(name); ok {
-		n.children = slices.Delete(n.children, i, i+1)
-	}
-}
-
-func (n *watch) find(name string) (int, bool) {
-	return slices.BinarySearchFunc(n.children, name, func(c *watch, name string) int { return strings.Compare(c.name, name) })
+	j.detach(n)
 }
 
 // detach takes a directory's node out of the tree.
-func (j *Journal) detach(w *watch) {
-	if w.parent != nil && w.parent.child(w.name) == w {
-		w.parent.dropChild(w.name)
-		w.parent = nil
+func (j *Journal) detach(n node) {
+	w := j.t.at(n)
+	if w.parent == none || w.file {
+		return
+	}
+	if name := j.t.name(n); j.t.child(w.parent, name) == n {
+		j.t.dropChild(w.parent, name)
+		w.parent = none
 	}
 }
 
@@ -753,13 +716,13 @@ func (j *Journal) untrust(r Reason, detail string) {
 }
 
 // pathOf returns n's path, or false when n is no longer in the tree.
-func (j *Journal) pathOf(n *watch) (string, bool) {
+func (j *Journal) pathOf(n node) (string, bool) {
 	var parts []string
-	for ; n != j.top; n = n.parent {
-		if n == nil {
+	for ; n != j.top; n = j.t.at(n).parent {
+		if n == none {
 			return "", false
 		}
-		parts = append(parts, n.name)
+		parts = append(parts, j.t.name(n))
 	}
 	for i, k := 0, len(parts)-1; i < k; i, k = i+1, k-1 {
 		parts[i], parts[k] = parts[k], parts[i]
@@ -767,11 +730,11 @@ func (j *Journal) pathOf(n *watch) (string, bool) {
 	return strings.Join(parts, "/"), true
 }
 
-func (j *Journal) describe(w *watch) string {
-	if w.file {
-		return fmt.Sprintf("the file with inode %d", w.ino)
+func (j *Journal) describe(n node) string {
+	if j.t.at(n).file {
+		return fmt.Sprintf("the file with inode %d", j.t.inos[n])
 	}
-	if p, ok := j.pathOf(w); ok {
+	if p, ok := j.pathOf(n); ok {
 		return j.show(p)
 	}
 	return "a directory no longer in " + j.home

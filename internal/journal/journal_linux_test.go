@@ -132,7 +132,7 @@ func TestWatchLostNeedsAFullWalk(t *testing.T) {
 	j.mu.Lock()
 	var wd int32 = -1
 	for w, x := range j.watches {
-		if !x.file && x != j.top {
+		if !j.t.at(x).file && x != j.top {
 			wd = w
 			break
 		}
@@ -173,7 +173,7 @@ func TestSymlinksAreNeverWatchedThrough(t *testing.T) {
 	os.Symlink(outside, filepath.Join(home, "jobs/b/jobs"))
 	j.mu.Lock()
 	j.drain(false)
-	j.watchTree(j.top.child("jobs").child("b"), "jobs", nil) // as if its IN_CREATE came late
+	j.watchTree(j.t.child(j.t.child(j.top, "jobs"), "b"), "jobs", none) // as if its IN_CREATE came late
 	j.mu.Unlock()
 	os.WriteFile(filepath.Join(outside, "d/e/f"), []byte("x"), 0o644)
 	os.Mkdir(filepath.Join(outside, "d/g"), 0o755)
@@ -273,7 +273,7 @@ func TestUninterpretableEventsNeedAFullWalk(t *testing.T) {
 		j.mu.Lock()
 		wd := ev.wd
 		if wd == -2 {
-			wd = j.top.wd
+			wd = j.t.at(j.top).wd
 		}
 		j.handle(wd, ev.mask, 0, "config.xml")
 		j.mu.Unlock()
@@ -513,14 +513,14 @@ func TestManySiblingDirectories(t *testing.T) {
 		base = got
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		n := j.top.child("jobs").child("a").child("builds")
+		n := j.t.child(j.t.child(j.t.child(j.top, "jobs"), "a"), "builds")
 		names, _ := os.ReadDir(builds)
-		if n == nil || len(n.children) != len(names) ||
-			!slices.IsSortedFunc(n.children, func(a, b *watch) int { return strings.Compare(a.name, b.name) }) {
+		if n == none || len(j.t.kids[n]) != len(names) ||
+			!slices.IsSortedFunc(j.t.kids[n], func(a, b node) int { return strings.Compare(j.t.name(a), j.t.name(b)) }) {
 			t.Fatalf("%s: the journal's node of jobs/a/builds does not hold its %d subdirectories in order", step, len(names))
 		}
 		for _, e := range names {
-			if c := n.child(e.Name()); c == nil || j.watches[c.wd] != c {
+			if c := j.t.child(n, e.Name()); c == none || j.watches[j.t.at(c).wd] != c {
 				t.Fatalf("%s: %s is not followed", step, e.Name())
 			}
 		}
@@ -621,4 +621,73 @@ func TestLinkedMarksAChangeBeforeItsWatch(t *testing.T) {
 	if err != nil || !ch.Empty() {
 		t.Fatalf("the interval after: %+v, %v; want nothing changed", ch, err)
 	}
+}
+
+// The table drops the nodes of removed watches once they are over half of
+// it, and renumbers the rest: every surviving directory, nested ones too,
+// is still followed by its path, and new ones are placed after it.
+func TestCompactedTableStillFollowsEveryDirectory(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	builds := filepath.Join(home, "jobs/a/builds")
+	for i := range 1200 {
+		if err := os.MkdirAll(filepath.Join(builds, strconv.Itoa(i), "archive"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := open(t, home, sel)
+	base, _ := next(t, j, home, sel, nil)
+	step := func(name string) {
+		t.Helper()
+		got, fw := next(t, j, home, sel, base)
+		if fw != nil {
+			t.Fatalf("%s: %v", name, fw)
+		}
+		if ds := diff(walkAll(t, home, sel), got, 5); len(ds) > 0 {
+			t.Fatalf("%s: journal + rescan differs from a walk:\n%s", name, strings.Join(ds, "\n"))
+		}
+		base = got
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		for wd, n := range j.watches {
+			w := j.t.at(n)
+			if w.wd != wd {
+				t.Fatalf("%s: watch %d's node says %d", name, wd, w.wd)
+			}
+			if w.file || n == j.top {
+				continue
+			}
+			if p := w.parent; p == none || j.t.child(p, j.t.name(n)) != n {
+				t.Fatalf("%s: %q is not its parent's child", name, j.t.name(n))
+			}
+		}
+	}
+	step("placed")
+	j.mu.Lock()
+	placed := len(j.t.nodes)
+	j.mu.Unlock()
+	for i := 100; i < 1200; i++ {
+		os.RemoveAll(filepath.Join(builds, strconv.Itoa(i)))
+	}
+	step("most deleted")
+	j.mu.Lock()
+	left, live := len(j.t.nodes), len(j.watches)
+	j.mu.Unlock()
+	if left >= placed || left > max(1024, 2*live) { // compact waits for 1,024 nodes
+		t.Fatalf("after most directories went: %d nodes for %d watches (%d before): not compacted", left, live, placed)
+	}
+	for i := range 100 { // below renumbered nodes, and new ones beside them
+		os.WriteFile(filepath.Join(builds, strconv.Itoa(i), "archive/out.txt"), []byte("x"), 0o644)
+		if i%10 == 0 {
+			os.Rename(filepath.Join(builds, strconv.Itoa(i)), filepath.Join(builds, "moved"+strconv.Itoa(i)))
+			os.MkdirAll(filepath.Join(builds, "new"+strconv.Itoa(i), "archive"), 0o755)
+		}
+	}
+	step("written, renamed and created after the compaction")
+	for i := range 100 {
+		if i%10 == 0 {
+			os.WriteFile(filepath.Join(builds, "moved"+strconv.Itoa(i), "archive/out.txt"), []byte("yy"), 0o644)
+			os.WriteFile(filepath.Join(builds, "new"+strconv.Itoa(i), "archive/log"), []byte("z"), 0o644)
+		}
+	}
+	step("written below the moved and the new")
 }

@@ -20,7 +20,7 @@ const placers = 8
 
 // placeTask is a directory to watch and list: name in parent, at rel.
 type placeTask struct {
-	parent *watch
+	parent node
 	name   string
 	rel    string
 }
@@ -38,7 +38,7 @@ type placed struct {
 // placeBelow watches every directory the walk enters below top (the home,
 // watched and listed as ents), each listed after its watch is in place,
 // as watchTree does one by one. Called with j.mu held.
-func (j *Journal) placeBelow(top *watch, ents []dirent) {
+func (j *Journal) placeBelow(top node, ents []dirent) {
 	tasks, results := make(chan placeTask), make(chan placed)
 	var wg sync.WaitGroup
 	for range placers {
@@ -50,7 +50,7 @@ func (j *Journal) placeBelow(top *watch, ents []dirent) {
 		})
 	}
 	var stack []placeTask
-	push := func(parent *watch, rel string, ents []dirent) {
+	push := func(parent node, rel string, ents []dirent) {
 		for i := len(ents) - 1; i >= 0; i-- { // the first name on top: roughly the order a walk reads them
 			if crel := join(rel, ents[i].name); ents[i].typ == unix.DT_DIR && j.enter(crel) {
 				stack = append(stack, placeTask{parent: parent, name: ents[i].name, rel: crel})
@@ -79,7 +79,7 @@ func (j *Journal) placeBelow(top *watch, ents []dirent) {
 				}
 				continue
 			}
-			if n := j.adopt(r); n != nil {
+			if n := j.adopt(r); n != none {
 				push(n, r.t.rel, r.ents)
 			}
 		}
@@ -120,27 +120,27 @@ func (j *Journal) place(t placeTask, buf []byte) placed {
 
 // adopt records what a placer did, as watchTree would have; it returns the
 // directory's node when its entries are to be placed in turn.
-func (j *Journal) adopt(r placed) *watch {
+func (j *Journal) adopt(r placed) node {
 	switch {
 	case r.step == "open" && (errors.Is(r.err, unix.ENOENT) || errors.Is(r.err, unix.ENOTDIR) || errors.Is(r.err, unix.ELOOP)):
-		return nil // gone or replaced since: that has its own event
+		return none // gone or replaced since: that has its own event
 	case r.step == "open":
 		j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot open %s to watch it: %v", j.show(r.t.rel), r.err))
-		return nil
+		return none
 	}
 	wd, err := j.placedWatch(r.wd, r.err, r.t.rel)
 	if err != nil {
-		return nil
+		return none
 	}
-	n := &watch{wd: wd, name: r.t.name, parent: r.t.parent}
+	n := j.t.add(wd, r.t.name, r.t.parent)
 	j.watches[wd] = n
-	r.t.parent.addChild(n)
+	j.t.addChild(r.t.parent, n)
 	switch {
 	case r.step == "list" && errors.Is(r.err, unix.ENOENT):
-		return nil // deleted since it was opened: its delete is an event
+		return none // deleted since it was opened: its delete is an event
 	case r.step == "list":
 		j.untrust(ReasonWatchFailed, fmt.Sprintf("cannot list %s: %v", j.show(r.t.rel), r.err))
-		return nil
+		return none
 	}
 	return n
 }
