@@ -655,6 +655,7 @@ func (j *Journal) end(fail *FullWalkError) {
 	}
 	j.fail, j.dead = fail, true
 	clear(j.watches)
+	clear(j.moves) // were watched, so removed above; their nodes go with the table
 	j.top, j.t = none, newTable()
 }
 

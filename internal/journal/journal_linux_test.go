@@ -373,6 +373,25 @@ func TestHomeMovedEndsTheJournal(t *testing.T) {
 	}
 }
 
+// A directory moved out of the home, then the home itself, in one batch of
+// events: the journal ends at the second, and the first, still waiting for
+// its IN_MOVED_TO, goes with it.
+func TestHomeMovedAfterADirectoryLeftIt(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	j := open(t, home, sel)
+	next(t, j, home, sel, nil)
+	if err := os.Rename(filepath.Join(home, "jobs/a"), filepath.Join(filepath.Dir(home), "a-moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(home, home+".old"); err != nil {
+		t.Fatal(err)
+	}
+	var fw *FullWalkError
+	if _, err := j.Take(); !errors.As(err, &fw) || !strings.Contains(err.Error(), "opened again") {
+		t.Fatalf("Take after the home moved: %v, want a full walk saying to open the journal again", err)
+	}
+}
+
 // A snapshot that failed after its Take did not apply the changes: the
 // next one walks, and the interval after it is trusted again.
 func TestInvalidateAsksForOneFullWalk(t *testing.T) {
