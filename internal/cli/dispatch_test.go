@@ -318,7 +318,7 @@ func TestMakeRoomKeepsASnapshotsRoomBesideTheJournal(t *testing.T) {
 	if got := makeRoom(10 << 20); got != 0 || debug.SetMemoryLimit(-1) != memoryLimit {
 		t.Fatalf("10 MiB held: raised to %d, limit %d; want the limit left at %d", got, debug.SetMemoryLimit(-1), memoryLimit)
 	}
-	held := int64(1_500_000 * 110) // five million files' journal
+	held := int64(3_000_000 * 50) // ten million files' journal
 	if got, want := makeRoom(held), held+snapshotRoom; got != want || debug.SetMemoryLimit(-1) != want {
 		t.Fatalf("%d held: raised to %d, limit %d; want %d", held, got, debug.SetMemoryLimit(-1), want)
 	}

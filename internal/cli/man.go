@@ -136,7 +136,7 @@ func writeMainPage(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, ".SH ENVIRONMENT\n%s\n.PP\n%s\n", roff(notes),
-		roff("JENKINS_HOME is the home when neither --home nor HOMESNAP_HOME is given. GOMEMLIMIT overrides the soft memory limit of 80 MiB, which the sidecar raises to keep 48 MiB for snapshots beside a large change journal (about 110 bytes a watched directory)."))
+		roff("JENKINS_HOME is the home when neither --home nor HOMESNAP_HOME is given. GOMEMLIMIT overrides the soft memory limit of 80 MiB, which the sidecar raises to keep 48 MiB for snapshots beside a large change journal (about 50 bytes a watched directory)."))
 	writeExitSection(w, all)
 	writeSeeAlso(w, "homesnap")
 }

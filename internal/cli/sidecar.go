@@ -148,7 +148,7 @@ func (c *snapshotConfig) journalOpener(opts snapshot.Options, m *metrics.Metrics
 		time.Sleep(delay)
 		// The open usually follows the first snapshot (runner.Options),
 		// whose garbage the heap still holds; the listings and watches it
-		// allocates (~110 bytes a watch, 300,000 at a million files) would
+		// allocates (~45 bytes a watch, 300,000 at a million files) would
 		// come on top of it (BENCHMARKS.md: the open after the first
 		// snapshot).
 		debug.FreeOSMemory()

@@ -140,10 +140,11 @@ func (e *FullWalkError) Error() string {
 	return fmt.Sprintf("change journal cannot be trusted (%s): %s; a full walk is needed", e.Reason, e.Detail)
 }
 
-// WatchBytes is about what the journal holds on the heap per watch: its
-// node, name, parent's slot and table slot (BENCHMARKS.md: what the churn
-// holds). What runs beside the journal sizes its room with it.
-const WatchBytes = 110
+// WatchBytes is about what the journal holds on the heap per watch, with a
+// margin: its node, name, parent's slot and table slot, 45 bytes measured
+// (BENCHMARKS.md: five million files). What runs beside the journal sizes
+// its room with it.
+const WatchBytes = 50
 
 // Stats are the journal's counters.
 type Stats struct {

@@ -78,7 +78,7 @@ type Journal struct {
 // watched directory's inode, which cannot be evicted while watched (the
 // kernel's own estimate, INOTIFY_WATCH_COST, is 1.3 KiB). A home of a
 // million files in ~300,000 directories takes about 365 MiB of kernel
-// memory, a sysctl raised to match, and ~110 bytes per watch here.
+// memory, a sysctl raised to match, and ~45 bytes per watch here.
 func Open(h *homefs.Home, sel *selector.Selector) (*Journal, error) {
 	if !h.Exists() {
 		return nil, errors.New("change journal: no home")
