@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -593,9 +594,31 @@ func (j *Journal) add(fd int, rel, name string, parent node) (node, error) {
 	if err != nil {
 		return none, err
 	}
+	n := j.node(wd, name, parent)
+	if n == none {
+		return none, errNamesFull
+	}
+	return n, nil
+}
+
+// namesLimit bounds the table's names buffer (its offsets are 32 bits);
+// tests lower it.
+var namesLimit uint64 = math.MaxUint32
+
+var errNamesFull = errors.New("the watched directories' names fill the journal's table")
+
+// node records the directory watch wd, name in parent. Names past
+// namesLimit, which only a hostile tree of long names could reach, end the
+// journal: a walk sees what it cannot name.
+func (j *Journal) node(wd int32, name string, parent node) node {
+	if uint64(len(j.t.names))+uint64(len(name)) > namesLimit {
+		unix.InotifyRmWatch(j.ifd, uint32(wd))
+		j.end(&FullWalkError{Reason: ReasonWatchLimit, Detail: fmt.Sprintf("%s: %v (%d bytes)", j.home, errNamesFull, len(j.t.names))})
+		return none
+	}
 	n := j.t.add(wd, name, parent)
 	j.watches[wd] = n
-	return n, nil
+	return n
 }
 
 // addWatch places a watch on the inode fd was opened on. The descriptor's

@@ -5,6 +5,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -366,6 +367,33 @@ func TestHomeMovedEndsTheJournal(t *testing.T) {
 		var fw *FullWalkError
 		if _, err := j.Take(); !errors.As(err, &fw) || !strings.Contains(err.Error(), "opened again") {
 			t.Fatalf("Take after the home moved: %v, want a full walk saying to open the journal again", err)
+		}
+	}
+	if st := j.Stats(); st.DirWatches != 0 {
+		t.Fatalf("%d watches left", st.DirWatches)
+	}
+}
+
+// A tree whose directory names would overflow the table's names buffer
+// ends the journal, at the open or later, as the watch limit does.
+func TestNamesPastTheTablesLimitEndTheJournal(t *testing.T) {
+	home, sel := jenkinsHome(t)
+	defer func(n uint64) { namesLimit = n }(namesLimit)
+	namesLimit = 8
+	var fw *FullWalkError
+	if _, err := Open(testhome.Open(t, home), sel); !errors.As(err, &fw) || fw.Reason != ReasonWatchLimit || !strings.Contains(err.Error(), "names fill") {
+		t.Fatalf("Open with 8 bytes for names: %v, want a watch_limit error about the names", err)
+	}
+	namesLimit = math.MaxUint32
+	j := open(t, home, sel)
+	next(t, j, home, sel, nil)
+	j.mu.Lock()
+	namesLimit = uint64(len(j.t.names)) + 10
+	j.mu.Unlock()
+	os.Mkdir(filepath.Join(home, "jobs", strings.Repeat("x", 20)), 0o755)
+	for range 2 {
+		if _, err := j.Take(); !errors.As(err, &fw) || fw.Reason != ReasonWatchLimit {
+			t.Fatalf("Take after a name past the limit: %v, want watch_limit", err)
 		}
 	}
 	if st := j.Stats(); st.DirWatches != 0 {

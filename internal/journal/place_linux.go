@@ -132,8 +132,10 @@ func (j *Journal) adopt(r placed) node {
 	if err != nil {
 		return none
 	}
-	n := j.t.add(wd, r.t.name, r.t.parent)
-	j.watches[wd] = n
+	n := j.node(wd, r.t.name, r.t.parent)
+	if n == none {
+		return none
+	}
 	j.t.addChild(r.t.parent, n)
 	switch {
 	case r.step == "list" && errors.Is(r.err, unix.ENOENT):
