@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/homesnap/homesnap/internal/homefs"
 	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
@@ -25,15 +26,7 @@ import (
 // open (root only). fs.inotify.max_user_watches must exceed the home's
 // selected directories.
 func BenchmarkJournalOpenHome(b *testing.B) {
-	home := os.Getenv("HOMESNAP_JOURNAL_BENCH_HOME")
-	if home == "" {
-		b.Skip("HOMESNAP_JOURNAL_BENCH_HOME is not set")
-	}
-	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := testhome.Open(b, home)
+	h, sel := benchHome(b)
 	cold := os.Getenv("HOMESNAP_JOURNAL_BENCH_COLD") == "1"
 	watches := 0
 	var held uint64
@@ -75,15 +68,7 @@ func liveHeap() uint64 {
 // objects come and go, as in a snapshot's walk: what the table costs every
 // snapshot beyond its bytes.
 func BenchmarkCollectionsBesideTheJournal(b *testing.B) {
-	home := os.Getenv("HOMESNAP_JOURNAL_BENCH_HOME")
-	if home == "" {
-		b.Skip("HOMESNAP_JOURNAL_BENCH_HOME is not set")
-	}
-	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	j, err := Open(testhome.Open(b, home), sel)
+	j, err := Open(benchHome(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,4 +86,17 @@ func BenchmarkCollectionsBesideTheJournal(b *testing.B) {
 	b.StopTimer()
 	metrics.Read(gc)
 	b.ReportMetric((gc[0].Value.Float64()-before)/float64(b.N), "gc-cpu-s/op")
+}
+
+// benchHome opens HOMESNAP_JOURNAL_BENCH_HOME with the jenkins selection.
+func benchHome(b *testing.B) (*homefs.Home, *selector.Selector) {
+	home := os.Getenv("HOMESNAP_JOURNAL_BENCH_HOME")
+	if home == "" {
+		b.Skip("HOMESNAP_JOURNAL_BENCH_HOME is not set")
+	}
+	sel, err := selector.New(selector.Spec{Preset: "jenkins"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return testhome.Open(b, home), sel
 }
