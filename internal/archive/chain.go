@@ -22,9 +22,14 @@ type ChainReader struct {
 	layers []*ManifestReader
 	names  []string // for messages: which object each layer is
 	heads  []*Entry // each layer's next line; nil once it ended
-	files  int64
-	bytes  int64
-	n      int64
+	// With PassSpans: the full layer's next span, not begun (its first
+	// entry is not in heads).
+	spans bool
+	span  *Span
+	fresh bool // the full layer's first line is not read yet
+	files int64
+	bytes int64
+	n     int64
 }
 
 // NewChainReader merges layers, the full manifest first and the snapshot's
@@ -66,18 +71,40 @@ func (c *ChainReader) start() error {
 	if !slices.Equal(ids, want) {
 		return fmt.Errorf("%s: %w manifest: the chain has layers %q, the manifest names %q", names[len(names)-1], ErrCorrupt, ids, want)
 	}
-	for i := range layers {
+	// The full layer's first line is read on first use, so that a reader
+	// that passes over spans (PassSpans) can pass over the first one.
+	for i := 1; i < len(layers); i++ {
 		if err := c.advance(i); err != nil {
 			return err
 		}
 	}
+	c.fresh = true
 	return nil
+}
+
+// begin reads the full layer's first line, once.
+func (c *ChainReader) begin() error {
+	if !c.fresh {
+		return nil
+	}
+	c.fresh = false
+	return c.advance(0)
 }
 
 // Layers returns the snapshot IDs of the layers, the full manifest first.
 func (c *ChainReader) Layers() []string { return c.Header.Layers() }
 
 func (c *ChainReader) advance(i int) error {
+	if i == 0 && c.spans && c.span == nil {
+		sp, err := c.layers[0].Span()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.names[0], err)
+		}
+		if c.span = sp; sp != nil {
+			c.heads[0] = nil
+			return nil
+		}
+	}
 	e, err := c.layers[i].Next()
 	switch {
 	case errors.Is(err, io.EOF):
@@ -107,7 +134,17 @@ func (c *ChainReader) Next() (*Entry, error) {
 // Either is nil where its view lacks the path; a path neither has is
 // skipped. io.EOF as Next.
 func (c *ChainReader) NextPair(cut int) (top, below *Entry, err error) {
+	if err := c.begin(); err != nil {
+		return nil, nil, err
+	}
 	for {
+		if c.span != nil && !c.above(func(p string) bool { return ComparePaths(p, c.span.First) < 0 }) {
+			// The span is next: its entries are read one by one.
+			if err := c.advance(0); err != nil {
+				return nil, nil, err
+			}
+			c.span = nil
+		}
 		var path string
 		found := false
 		for _, h := range c.heads {
@@ -151,6 +188,51 @@ func (c *ChainReader) NextPair(cut int) (top, below *Entry, err error) {
 		}
 		return e, below, nil
 	}
+}
+
+// PassSpans lets the reader pass over the spans of the full layer (see
+// Span), instead of reading its lines ahead (ReadAhead). Call it before
+// Next.
+func (c *ChainReader) PassSpans() { c.spans = true }
+
+// above reports whether a layer above the full one is at a path for which
+// at is true.
+func (c *ChainReader) above(at func(path string) bool) bool {
+	for _, h := range c.heads[1:] {
+		if h != nil && at(h.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// Span returns the span of the full layer's entries that Next resolves to
+// as they are (no layer above has a path in its range), when Next would
+// begin with it; nil otherwise. SkipSpan passes over it.
+func (c *ChainReader) Span() (*Span, error) {
+	if err := c.begin(); err != nil {
+		return nil, err
+	}
+	if c.span == nil || c.above(func(p string) bool { return ComparePaths(p, c.span.Last) <= 0 }) {
+		return nil, nil
+	}
+	return c.span, nil
+}
+
+// SkipSpan passes over the span Span returned: its entries count as read.
+func (c *ChainReader) SkipSpan() error {
+	sp := c.span
+	if sp == nil {
+		return errors.New("manifest chain: no span to pass over")
+	}
+	if err := c.layers[0].SkipSpan(); err != nil {
+		return fmt.Errorf("%s: %w", c.names[0], err)
+	}
+	c.n += sp.Entries
+	c.files += sp.Files
+	c.bytes += sp.Bytes
+	c.span = nil
+	return c.advance(0)
 }
 
 // DeltaLines sums the lines of the delta layers up to index upTo, once

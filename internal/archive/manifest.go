@@ -15,8 +15,9 @@ import (
 
 // FormatVersion is written into every manifest; readers refuse newer ones.
 // Format 1 manifests are always full; format 2 adds delta manifests (see
-// Header.Base).
-const FormatVersion = 2
+// Header.Base); format 3 sums up the runs of a full manifest's entries in
+// spans (see Span).
+const FormatVersion = 3
 
 // Selection is the selection a snapshot was taken with, as its manifest
 // records it: a preset's name and the include and exclude globs. What the
@@ -93,6 +94,11 @@ type ManifestWriter struct {
 	totals Totals
 	seen   map[string]bool
 	line   []byte
+	// A full manifest's lines wait in block until their span is written
+	// before them.
+	spans bool
+	span  Span
+	block []byte
 }
 
 // manifestWindow is the zstd window manifests are written with. A reader
@@ -109,7 +115,7 @@ func NewManifestWriter(w io.Writer, hdr Header) (*ManifestWriter, error) {
 		return nil, err
 	}
 	bw := bufio.NewWriterSize(zw, 256<<10)
-	m := &ManifestWriter{zw: zw, bw: bw, enc: json.NewEncoder(bw), seen: map[string]bool{}, delta: hdr.Base != ""}
+	m := &ManifestWriter{zw: zw, bw: bw, enc: json.NewEncoder(bw), seen: map[string]bool{}, delta: hdr.Base != "", spans: hdr.Base == ""}
 	m.enc.SetEscapeHTML(false)
 	hdr.Format = FormatVersion
 	if m.delta && (len(hdr.Chain) < 2 || hdr.Chain[len(hdr.Chain)-1] != hdr.ID || hdr.Chain[len(hdr.Chain)-2] != hdr.Base) {
@@ -142,10 +148,62 @@ func (m *ManifestWriter) WriteOver(e, base *Entry) error {
 	if m.delta && base != nil && e.Equal(base) {
 		return nil
 	}
+	return m.put(e)
+}
+
+// put writes e's line; a full manifest gathers its lines into spans.
+func (m *ManifestWriter) put(e *Entry) error {
 	m.n++
-	m.line = appendEntry(m.line[:0], e)
+	if !m.spans {
+		if e.Type == TypeDeleted {
+			m.line = appendDeletion(m.line[:0], e.Path)
+		} else {
+			m.line = appendEntry(m.line[:0], e)
+		}
+		_, err := m.bw.Write(m.line)
+		return err
+	}
+	if m.span.Entries > 0 && topName(e.Path) != topName(m.span.First) {
+		// A span under one top-level name: a reader that must decode
+		// some (the agent guard's nodes/, secrets/) passes over the rest.
+		if err := m.endSpan(); err != nil {
+			return err
+		}
+	}
+	m.block = appendEntry(m.block, e)
+	m.span.Add(e)
+	if m.span.Entries == spanEntries {
+		return m.endSpan()
+	}
+	return nil
+}
+
+// endSpan writes the span and the lines it sums up.
+func (m *ManifestWriter) endSpan() error {
+	if m.span.Entries == 0 {
+		return nil
+	}
+	m.line = appendSpan(m.line[:0], &m.span)
 	_, err := m.bw.Write(m.line)
+	if err == nil {
+		_, err = m.bw.Write(m.block)
+	}
+	m.block, m.span = m.block[:0], Span{}
 	return err
+}
+
+// finish writes the last span and the trailer, and flushes.
+func (m *ManifestWriter) finish(t *Totals) error {
+	if err := m.endSpan(); err != nil {
+		return err
+	}
+	if err := m.enc.Encode(trailer{End: t}); err != nil {
+		return err
+	}
+	if err := m.bw.Flush(); err != nil {
+		return err
+	}
+	return m.zw.Close()
 }
 
 func (m *ManifestWriter) archive(a string) {
@@ -203,10 +261,7 @@ func (m *ManifestWriter) Delete(path string) error {
 	if !m.delta {
 		return nil
 	}
-	m.n++
-	m.line = appendDeletion(m.line[:0], path)
-	_, err := m.bw.Write(m.line)
-	return err
+	return m.put(&Entry{Path: path, Type: TypeDeleted})
 }
 
 func (m *ManifestWriter) order(path string) error {
@@ -224,13 +279,7 @@ func (m *ManifestWriter) Close(newEntries, newBytes int64) (Totals, error) {
 	if m.totals.Archives == nil {
 		m.totals.Archives = []string{}
 	}
-	if err := m.enc.Encode(trailer{End: &m.totals}); err != nil {
-		return m.totals, err
-	}
-	if err := m.bw.Flush(); err != nil {
-		return m.totals, err
-	}
-	return m.totals, m.zw.Close()
+	return m.totals, m.finish(&m.totals)
 }
 
 // ErrCorrupt marks a manifest or archive that cannot be trusted.
@@ -256,6 +305,13 @@ type ManifestReader struct {
 	// archives interns archive IDs: a manifest names few archives, and a
 	// restore holds the entries of its ranged reads in flight.
 	archives map[string]string
+	// The span whose entries are being read (nil between spans), how
+	// many of them are left, what those read add up to, and whether one
+	// was read (then it can no longer be passed over).
+	span    *Span
+	left    int64
+	got     Span
+	entered bool
 }
 
 // MaxLine bounds one manifest line (the header or an entry): an entry
@@ -406,7 +462,8 @@ func (m *ManifestReader) ReadAhead() {
 	}()
 }
 
-func (m *ManifestReader) next() (*Entry, error) {
+// entryLine returns the next line, which belongs to the entries.
+func (m *ManifestReader) entryLine() ([]byte, error) {
 	line, err := m.readLine()
 	if err != nil && m.src.err != nil { // the read failed, not the data
 		return nil, fmt.Errorf("read manifest after entry %d: %w", m.n, m.src.err)
@@ -419,6 +476,91 @@ func (m *ManifestReader) next() (*Entry, error) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w manifest after entry %d: %v", ErrCorrupt, m.n, err)
+	}
+	return line, nil
+}
+
+// spanned: the entries of this manifest come in spans (a full one of
+// format 3); every entry belongs to one.
+func (m *ManifestReader) spanned() bool { return m.Header.Format >= 3 && m.Header.Base == "" }
+
+// startSpan reads a span line.
+func (m *ManifestReader) startSpan(line []byte) error {
+	if !m.spanned() || m.span != nil {
+		return fmt.Errorf("%w manifest: a span line after entry %d, where none may be", ErrCorrupt, m.n)
+	}
+	last := m.last
+	if m.n == 0 {
+		last = ""
+	}
+	sp, err := parseSpan(line, last)
+	if err != nil {
+		return fmt.Errorf("%w manifest after entry %d: %v", ErrCorrupt, m.n, err)
+	}
+	m.span, m.left, m.got, m.entered = sp, sp.Entries, Span{}, false
+	return nil
+}
+
+// Span returns the span of entries Next would begin with, or nil when
+// Next is within one, at the trailer, or the reader reads ahead (which
+// decodes every line). SkipSpan passes over it.
+func (m *ManifestReader) Span() (*Span, error) {
+	if m.ahead != nil || !m.spanned() {
+		return nil, nil
+	}
+	if m.span == nil {
+		if b, _ := m.br.Peek(len(spanPrefix)); !bytes.Equal(b, spanPrefix) {
+			return nil, nil // the trailer, or damage Next reports
+		}
+		line, err := m.entryLine()
+		if err != nil {
+			return nil, err
+		}
+		if err := m.startSpan(line); err != nil {
+			return nil, err
+		}
+	}
+	if m.entered {
+		return nil, nil
+	}
+	return m.span, nil
+}
+
+// SkipSpan passes over the entries of the span Span returned, without
+// decoding them: they count as read.
+func (m *ManifestReader) SkipSpan() error {
+	if m.span == nil || m.entered {
+		return errors.New("manifest: no span to pass over")
+	}
+	for ; m.left > 0; m.left-- {
+		line, err := m.entryLine()
+		if err != nil {
+			return err
+		}
+		if bytes.HasPrefix(line, spanPrefix) || bytes.HasPrefix(line, trailerPrefix) {
+			return fmt.Errorf("%w manifest: the span after entry %d ends %d entries early", ErrCorrupt, m.n, m.left)
+		}
+	}
+	m.n += m.span.Entries
+	m.last, m.span = m.span.Last, nil
+	return nil
+}
+
+func (m *ManifestReader) next() (*Entry, error) {
+	line, err := m.entryLine()
+	if err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(line, spanPrefix) {
+		if err := m.startSpan(line); err != nil {
+			return nil, err
+		}
+		if line, err = m.entryLine(); err != nil {
+			return nil, err
+		}
+	}
+	if m.span != nil && (bytes.HasPrefix(line, trailerPrefix) || bytes.HasPrefix(line, spanPrefix)) {
+		return nil, fmt.Errorf("%w manifest: the span after entry %d ends %d entries early", ErrCorrupt, m.n-(m.span.Entries-m.left), m.left)
 	}
 	if bytes.HasPrefix(line, trailerPrefix) {
 		var t trailer
@@ -475,6 +617,19 @@ func (m *ManifestReader) next() (*Entry, error) {
 	}
 	m.last = e.Path
 	m.n++
+	switch {
+	case m.span != nil:
+		m.entered = true
+		m.got.Add(e)
+		if m.left--; m.left == 0 {
+			if !m.span.same(&m.got) {
+				return nil, fmt.Errorf("%w manifest: the span ending at entry %d does not sum up its entries", ErrCorrupt, m.n)
+			}
+			m.span = nil
+		}
+	case m.spanned():
+		return nil, fmt.Errorf("%w manifest: entry %d is in no span", ErrCorrupt, m.n)
+	}
 	return e, nil
 }
 
@@ -497,7 +652,6 @@ func (m *ManifestReader) Close() {
 // ForceWrite writes e without the order check: tests use it to build
 // hostile manifests that readers must refuse.
 func (m *ManifestWriter) ForceWrite(e *Entry) error {
-	m.n++
 	if e.Type != TypeDeleted {
 		m.totals.Entries++
 	}
@@ -505,7 +659,5 @@ func (m *ManifestWriter) ForceWrite(e *Entry) error {
 		m.totals.Files++
 		m.totals.Bytes += e.Size
 	}
-	m.line = appendEntry(m.line[:0], e)
-	_, err := m.bw.Write(m.line)
-	return err
+	return m.put(e)
 }

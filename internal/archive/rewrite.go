@@ -29,16 +29,10 @@ func RewriteLayer(r *ManifestReader, w io.Writer, relocate func(*Entry) bool, ar
 		if err := mw.order(e.Path); err != nil {
 			return moved, err
 		}
-		mw.n++
-		if e.Type == TypeDeleted {
-			mw.line = appendDeletion(mw.line[:0], e.Path)
-		} else {
-			if relocate(e) {
-				moved++
-			}
-			mw.line = appendEntry(mw.line[:0], e)
+		if e.Type != TypeDeleted && relocate(e) {
+			moved++
 		}
-		if _, err := mw.bw.Write(mw.line); err != nil {
+		if err := mw.put(e); err != nil {
 			return moved, err
 		}
 	}
@@ -47,11 +41,5 @@ func RewriteLayer(r *ManifestReader, w io.Writer, relocate func(*Entry) bool, ar
 	if t.Archives == nil {
 		t.Archives = []string{}
 	}
-	if err := mw.enc.Encode(trailer{End: &t}); err != nil {
-		return moved, err
-	}
-	if err := mw.bw.Flush(); err != nil {
-		return moved, err
-	}
-	return moved, mw.zw.Close()
+	return moved, mw.finish(&t)
 }

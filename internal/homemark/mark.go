@@ -69,6 +69,15 @@ func (f *Fingerprint) Add(e *archive.Entry) {
 	f.Inodes += e.Inode
 }
 
+// AddSpan folds in the entries of a span a snapshot passed over, as Add
+// of each would.
+func (f *Fingerprint) AddSpan(sp *archive.Span) {
+	f.Entries += sp.Entries
+	f.MaxCTime = max(f.MaxCTime, sp.MaxCTime)
+	f.Bytes += sp.Sizes
+	f.Inodes += sp.Inodes
+}
+
 // Changed reports whether the home changed since f was taken.
 func (f Fingerprint) Changed(now Fingerprint) bool {
 	return now.Entries != f.Entries || now.MaxCTime > f.MaxCTime || now.Bytes != f.Bytes || !f.Counted && now.Inodes != f.Inodes

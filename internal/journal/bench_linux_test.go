@@ -87,7 +87,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 				b.Fatal(err)
 			}
 			n := 0
-			if err := Rescan(context.Background(), h, sel, Entries(base), ch, nil, func(*archive.Entry) error { n++; return nil }); err != nil {
+			if err := Rescan(context.Background(), h, sel, Entries(base), resolve(b, ch, base), nil, func(*archive.Entry) error { n++; return nil }); err != nil {
 				b.Fatal(err)
 			}
 			if n != len(base) {
@@ -143,7 +143,7 @@ func BenchmarkJournalNothingChanged(b *testing.B) {
 			}
 			take += time.Since(t0)
 			var got []*archive.Entry
-			if err := Rescan(context.Background(), h, sel, Entries(cur), ch, nil, func(e *archive.Entry) error { got = append(got, e); return nil }); err != nil {
+			if err := Rescan(context.Background(), h, sel, Entries(cur), resolve(b, ch, cur), nil, func(e *archive.Entry) error { got = append(got, e); return nil }); err != nil {
 				b.Fatal(err)
 			}
 			cpu += cpuTime() - c0

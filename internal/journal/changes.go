@@ -26,8 +26,9 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
-	"iter"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -94,14 +95,56 @@ func (c *Changes) sorted() []string {
 
 // Entries iterates over a slice of entries (a walk's result in memory),
 // as a base for Rescan.
-func Entries(es []*archive.Entry) iter.Seq2[*archive.Entry, error] {
-	return func(yield func(*archive.Entry, error) bool) {
-		for _, e := range es {
-			if !yield(e, nil) {
-				return
-			}
+func Entries(es []*archive.Entry) Base { return &slice{es} }
+
+type slice struct{ es []*archive.Entry }
+
+func (s *slice) Next() (*archive.Entry, error) {
+	if len(s.es) == 0 {
+		return nil, io.EOF
+	}
+	e := s.es[0]
+	s.es = s.es[1:]
+	return e, nil
+}
+
+func (*slice) Span() (*archive.Span, error) { return nil, nil }
+func (*slice) SkipSpan() error              { return errors.New("no span to pass over") }
+
+// Base is what a rescan starts from: the entries a walk reported, in walk
+// order (a manifest chain, archive.ChainReader).
+type Base interface {
+	// Next returns the next entry, or io.EOF after the last.
+	Next() (*archive.Entry, error)
+	// Span returns the run of entries Next would begin with, when the
+	// base can pass over it whole (archive.Span), or nil.
+	Span() (*archive.Span, error)
+	// SkipSpan passes over that run.
+	SkipSpan() error
+}
+
+// ResolveInodes returns the changes with each changed hard-linked inode
+// (Inodes) turned into the paths base has for it, which Rescan statts
+// again. base is read to its end when there are such inodes: it must be
+// a reader of its own, not the one Rescan is given.
+func (c *Changes) ResolveInodes(base Base) (*Changes, error) {
+	if len(c.Inodes) == 0 {
+		return c, nil
+	}
+	paths := maps.Clone(c.Paths)
+	for {
+		e, err := base.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if e.Type == archive.TypeFile && c.Inodes[e.Inode] && !paths[e.Path] {
+			paths[e.Path] = false
 		}
 	}
+	return &Changes{Paths: paths}, nil
 }
 
 // below reports whether p lies strictly below dir.

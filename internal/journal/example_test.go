@@ -43,7 +43,9 @@ func Example() {
 			log.Printf("full walk: %v", full) // full.Reason labels the fallback metric
 			err = scan.Walk(ctx, home, sel, nil, collect)
 		case err == nil:
-			err = journal.Rescan(ctx, home, sel, journal.Entries(base), ch, nil, collect)
+			if ch, err = ch.ResolveInodes(journal.Entries(base)); err == nil { // the other names of changed hard-linked files
+				err = journal.Rescan(ctx, home, sel, journal.Entries(base), ch, nil, collect)
+			}
 		}
 		// ... the snapshot stores seen, as it stores a walk's entries ...
 		if err != nil {

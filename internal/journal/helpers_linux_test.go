@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -59,14 +61,79 @@ func rescanAll(t testing.TB, home string, sel *selector.Selector, base []*archiv
 		t.Fatal(err)
 	}
 	defer h.Close()
+	ch = resolve(t, ch, base)
 	var es []*archive.Entry
-	if err := Rescan(context.Background(), h, sel, Entries(base), ch, nil, func(e *archive.Entry) error {
+	sb := &spanned{es: base, r: rand.New(rand.NewSource(int64(len(base)))), out: &es}
+	if err := Rescan(context.Background(), h, sel, sb, ch, nil, func(e *archive.Entry) error {
 		es = append(es, e)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	return es
+}
+
+// spanned is a base that offers about half its entries in spans of 1 to
+// 8, as a manifest's spans are offered where no later layer changes them.
+// The entries of the spans Rescan passes over go to out where the rescan
+// passed them, so out holds all that the rescan reports.
+type spanned struct {
+	es    []*archive.Entry
+	r     *rand.Rand
+	out   *[]*archive.Entry
+	run   int           // entries left of the run being read
+	offer *archive.Span // the span offered at es[0]
+}
+
+func (b *spanned) Span() (*archive.Span, error) {
+	if b.run > 0 || len(b.es) == 0 {
+		return nil, nil
+	}
+	if b.offer == nil {
+		n := min(len(b.es), 1+b.r.Intn(8))
+		if b.r.Intn(2) == 0 {
+			b.run = n // read one by one
+			return nil, nil
+		}
+		b.offer = &archive.Span{}
+		for _, e := range b.es[:n] {
+			b.offer.Add(e)
+		}
+	}
+	return b.offer, nil
+}
+
+func (b *spanned) SkipSpan() error {
+	if b.offer == nil || b.run > 0 {
+		return errors.New("no span offered")
+	}
+	n := int(b.offer.Entries)
+	*b.out = append(*b.out, b.es[:n]...)
+	b.es, b.offer = b.es[n:], nil
+	return nil
+}
+
+func (b *spanned) Next() (*archive.Entry, error) {
+	if len(b.es) == 0 {
+		return nil, io.EOF
+	}
+	if b.offer != nil { // a span begun: read one by one
+		b.run, b.offer = int(b.offer.Entries), nil
+	}
+	e := b.es[0]
+	b.es = b.es[1:]
+	b.run = max(b.run-1, 0)
+	return e, nil
+}
+
+// resolve turns ch's hard-linked inodes into the paths base has for them.
+func resolve(t testing.TB, ch *Changes, base []*archive.Entry) *Changes {
+	t.Helper()
+	ch, err := ch.ResolveInodes(Entries(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
 
 // next takes the journal's changes and returns the entries they lead to,

@@ -605,7 +605,7 @@ func TestRescanLeavesPassedEntriesAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []*archive.Entry
-	if err := Rescan(context.Background(), testhome.Open(t, home), sel, Entries(base), ch, nil, func(e *archive.Entry) error {
+	if err := Rescan(context.Background(), testhome.Open(t, home), sel, Entries(base), resolve(t, ch, base), nil, func(e *archive.Entry) error {
 		c := *e
 		got = append(got, &c)
 		*e = archive.Entry{Path: "clobbered"}

@@ -4,7 +4,6 @@ package journal
 
 import (
 	"context"
-	"iter"
 
 	"github.com/homesnap/homesnap/internal/archive"
 	"github.com/homesnap/homesnap/internal/homefs"
@@ -36,7 +35,7 @@ func (j *Journal) Stats() Stats { return Stats{} }
 func (j *Journal) Close() error { return nil }
 
 // Rescan is never called without a journal's changes.
-func Rescan(ctx context.Context, home *homefs.Home, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped func(rel, why string), fn func(*archive.Entry) error) error {
+func Rescan(ctx context.Context, home *homefs.Home, sel *selector.Selector, base Base, ch *Changes, skipped func(rel, why string), fn func(*archive.Entry) error) error {
 	return errUnsupported
 }
 

@@ -6,8 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
-	"maps"
+	"io"
 	"slices"
 	"strings"
 
@@ -25,28 +24,22 @@ import (
 // Only the paths ch names are statted and only the trees it names walked;
 // every other entry of base is passed on as it is (hash and archive range
 // included), except entries marked Changed (read while they changed),
-// which are reported as they are now. base is read twice when ch names
-// inodes (hard links).
-func Rescan(ctx context.Context, home *homefs.Home, sel *selector.Selector, base iter.Seq2[*archive.Entry, error], ch *Changes, skipped scan.Skipped, fn func(*archive.Entry) error) error {
+// which are reported as they are now. A span of base (archive.Span) where
+// nothing changed is passed over whole: fn is not called for its entries,
+// which stay as they are, and the taker reads the span's sums from base.
+// ch must name no inodes (see Changes.ResolveInodes).
+func Rescan(ctx context.Context, home *homefs.Home, sel *selector.Selector, base Base, ch *Changes, skipped scan.Skipped, fn func(*archive.Entry) error) error {
 	if !home.Exists() {
 		return errors.New("rescan: no home")
 	}
-	root := home.Dir
-	paths := maps.Clone(ch.Paths)
-	if len(ch.Inodes) > 0 { // the base knows the other names of those files
-		for e, err := range base {
-			if err != nil {
-				return err
-			}
-			if e.Type == archive.TypeFile && ch.Inodes[e.Inode] && !paths[e.Path] {
-				paths[e.Path] = false
-			}
-		}
+	if len(ch.Inodes) > 0 {
+		return errors.New("rescan: the changes name hard-linked inodes, which Changes.ResolveInodes turns into paths")
 	}
-	items := (&Changes{Paths: paths}).sorted()
+	root := home.Dir
+	items := ch.sorted()
 	defer prefetch(ctx, root, items)()
 
-	r := &rescan{ctx: ctx, home: home, root: root, sel: sel, skipped: skipped, paths: paths, tree: "\x00",
+	r := &rescan{ctx: ctx, home: home, root: root, sel: sel, skipped: skipped, paths: ch.Paths, tree: "\x00",
 		out: emitter{root: root, sel: sel, fn: fn}}
 	defer func() {
 		if r.trees != nil {
@@ -55,7 +48,34 @@ func Rescan(ctx context.Context, home *homefs.Home, sel *selector.Selector, base
 	}()
 	fast := len(items) == 0 // the base is a walk's result already: passed straight on
 	var last string
-	for pe, err := range base {
+	for {
+		sp, err := base.Span()
+		if err != nil {
+			return err
+		}
+		if sp != nil {
+			if len(items) > 0 && archive.ComparePaths(items[0], sp.First) < 0 { // the base has none of these
+				if err := r.redo(items[0], nil); err != nil {
+					return err
+				}
+				items = items[1:]
+				continue // the taker may have read on into the span meanwhile
+			}
+			if r.passes(sp, items, fast) {
+				if err := base.SkipSpan(); err != nil {
+					return err
+				}
+				if !fast {
+					r.out.passed(sp)
+				}
+				last = sp.Last
+				continue
+			}
+		}
+		pe, err := base.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			return err
 		}
@@ -101,6 +121,18 @@ func Rescan(ctx context.Context, home *homefs.Home, sel *selector.Selector, base
 		}
 	}
 	return nil
+}
+
+// passes reports whether the base's span sp can be passed over whole:
+// nothing in it changed (items are the changes still ahead), it is not in
+// a tree walked afresh, no directory waits to be reported above it, and
+// it does not end in implied directories, which are reported only if a
+// selected path still follows.
+func (r *rescan) passes(sp *archive.Span, items []string, fast bool) bool {
+	if sp.Changed || sp.LastImplied || len(items) > 0 && archive.ComparePaths(items[0], sp.Last) <= 0 || below(sp.First, r.tree) {
+		return false
+	}
+	return fast || r.out.idle(sp.First)
 }
 
 // redo reports the changed path rel afresh (old is what the base has for
@@ -218,6 +250,26 @@ func (m *emitter) put(e *archive.Entry) error {
 		m.open = append(m.open, path)
 	}
 	return nil
+}
+
+// idle reports whether no implied directory waits to be reported above
+// rel, forgetting those rel is not below (as put would).
+func (m *emitter) idle(rel string) bool {
+	for len(m.pending) > 0 && !below(rel, m.pending[len(m.pending)-1].Path) {
+		m.pending = m.pending[:len(m.pending)-1]
+	}
+	return len(m.pending) == 0
+}
+
+// passed tells the emitter that the base's span sp was passed over: the
+// directories open are those above its last entry, and that entry when it
+// is a directory (the base reported each before what lies below it).
+func (m *emitter) passed(sp *archive.Span) {
+	m.open = m.open[:0]
+	m.reported(sp.Last)
+	if sp.LastDir {
+		m.open = append(m.open, sp.Last)
+	}
 }
 
 // reported tells the emitter that everything above rel was reported.

@@ -148,7 +148,7 @@ func repack(ctx context.Context, o RepackOptions, kept []*repo.Record, res *Repa
 		res.ID = ""
 	} else {
 		res.Stored = c.up.Written()
-		// Rewritten layers are format 2; older releases must refuse the store.
+		// Rewritten layers are of the current format; older releases must refuse the store.
 		if err := repo.UpgradeMarker(ctx, o.Store); err != nil {
 			return err
 		}

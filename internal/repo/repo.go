@@ -52,8 +52,11 @@ const (
 // that objects copied from another store with the same key are refused;
 // a version 3 homesnap would find every such tag wrong. An authenticated
 // store moves to 4 when a writer holding its key gives it its identity
-// (auth.Store.Bind); any other store when it is next written.
-const FormatVersion = 4
+// (auth.Store.Bind); any other store when it is next written. Version 5
+// stores may hold manifests of format 3 (spans, archive.Span), which a
+// version 4 homesnap refuses half-way: a store moves to 5 before its
+// first such manifest is written.
+const FormatVersion = 5
 
 // NewStoreID makes a store's identity: 128 random bits.
 func NewStoreID() string {

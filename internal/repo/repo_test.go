@@ -30,11 +30,11 @@ func put(t *testing.T, s store.Store, key, data string) {
 func TestMarkerOfAnotherFormatOrGarbageIsRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ name, marker, want string }{
-		{"newer format", `{"homesnap":5}`, "format version 5; this homesnap supports versions 1 to 4: upgrade homesnap"},
+		{"newer format", `{"homesnap":6}`, "format version 6; this homesnap supports versions 1 to 5: upgrade homesnap"},
 		{"bad identity", `{"homesnap":4,"id":"not-hex"}`, `names identity "not-hex"`},
 		{"version not a number", `{"homesnap":"x"}`, "not a homesnap store marker"},
 		{"not JSON", `garbage`, `"garbage"`},
-		{"no version", `{}`, "supports format version 4"},
+		{"no version", `{}`, "supports format version 5"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newStore(t)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"sync"
 	"time"
 
@@ -75,6 +74,10 @@ type ChangeJournalUse struct {
 	// than the journal.
 	Differences int64
 	Watches     int
+	// Unread counts the entries of the parent's manifest passed over in
+	// spans where nothing changed (archive.Span): neither decoded nor
+	// compared.
+	Unread int64
 }
 
 // maxDifferencesLogged bounds the lines a verification logs.
@@ -125,18 +128,41 @@ func (f *ChangeJournal) begin(o *Options, parent string, src source) (*changeRun
 		return r, src
 	}
 	st, sel, home := o.Store, o.Selector, o.Home
-	rescan := func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error {
-		return journal.Rescan(ctx, home, sel, repo.ManifestEntries(ctx, st, parent), ch, skipped, fn)
+	// The other names of changed hard-linked files come from a reader of
+	// the parent's manifest of their own.
+	resolved := func(ctx context.Context) (*journal.Changes, error) {
+		if len(ch.Inodes) == 0 {
+			return ch, nil
+		}
+		m, err := repo.OpenManifest(ctx, st, parent)
+		if err != nil {
+			return nil, err
+		}
+		defer m.Close()
+		return ch.ResolveInodes(m)
 	}
 	if verifyDue {
 		r.use.Mode = "verify"
+		rescan := func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error {
+			ch, err := resolved(ctx)
+			if err != nil {
+				return err
+			}
+			m, err := repo.OpenManifest(ctx, st, parent)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			return journal.Rescan(ctx, home, sel, m, ch, skipped, fn)
+		}
 		return r, walk{verify: rescan, differences: &r.use.Differences, seen: f.j.Seen, linked: f.j.Linked}
 	}
 	r.use.Mode = JournalMode
 	r.unchanged = ch.Empty() && clean && !o.Force
-	return r, walk{rescan: func(ctx context.Context, base iter.Seq2[*archive.Entry, error], skipped scan.Skipped, fn func(*archive.Entry) error) error {
-		if len(ch.Inodes) > 0 { // Rescan reads its base twice: a reader of its own
-			base = repo.ManifestEntries(ctx, st, parent)
+	return r, walk{rescan: func(ctx context.Context, base journal.Base, skipped scan.Skipped, fn func(*archive.Entry) error) error {
+		ch, err := resolved(ctx)
+		if err != nil {
+			return err
 		}
 		return journal.Rescan(ctx, home, sel, base, ch, skipped, fn)
 	}}

@@ -13,6 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/homemark"
+	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
 	"github.com/homesnap/homesnap/internal/snapshot"
@@ -361,4 +363,82 @@ func TestJournalHearsAWriteThroughAnotherNameAfterTheWalk(t *testing.T) {
 		t.Fatalf("after a write through the other name: %+v (journal %+v), want a journal-driven snapshot that stores it", res, *res.ChangeJournal)
 	}
 	assertManifestIsWalk(t, home, st, res.ID)
+}
+
+// A change among thousands of unchanged paths: the journal's snapshot
+// passes over the parent's spans where nothing changed (neither decoded
+// nor compared), and what it stores is still what a walk finds: the
+// manifest, the record's totals, the home's fingerprint, the agent
+// guard's entries (which no span passed over may hold) and a restore.
+func TestJournalSnapshotPassesOverWhatDidNotChange(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	for b := range 90 {
+		for f := range 100 {
+			snaptest.Write(t, home, fmt.Sprintf("jobs/bulk/builds/%02d/f%03d", b, f), "x\n")
+		}
+	}
+	j := openJournal(t, home, 0)
+	sel := snaptest.Jenkins(t)
+	snap := func(st store.Store, j *snapshot.ChangeJournal) *snapshot.Result {
+		t.Helper()
+		res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: sel, Log: zerolog.Nop(), ChangeJournal: j, Keep: jenkins.Needed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	snap(st, j)
+	p := func(rel string) string { return filepath.Join(home, filepath.FromSlash(rel)) }
+	for round, change := range []func(){
+		func() { appendTo(t, p("jobs/bulk/builds/20/f050"), "more\n") },
+		func() { // a build goes, one comes, and a node changes
+			if err := os.RemoveAll(p("jobs/bulk/builds/07")); err != nil {
+				t.Fatal(err)
+			}
+			snaptest.Write(t, home, "jobs/bulk/builds/90/log", "new\n")
+			snaptest.Write(t, home, "nodes/agent-2/config.xml", "<slave/>\n")
+		},
+	} {
+		change()
+		res := snap(st, j)
+		if res.ChangeJournal.Mode != "journal" || res.Unchanged {
+			t.Fatalf("round %d: %+v (journal %+v), want a journal-driven snapshot", round, res, *res.ChangeJournal)
+		}
+		if unread := res.ChangeJournal.Unread; unread < res.Totals.Entries/2 {
+			t.Errorf("round %d: passed over %d of %d entries, want most of them", round, unread, res.Totals.Entries)
+		}
+		mark, err := homemark.Read(testhome.Open(t, home))
+		if err != nil || mark.Snapshot != res.ID {
+			t.Fatalf("round %d: home mark %+v, %v", round, mark, err)
+		}
+		print, err := homemark.TakeFingerprint(context.Background(), testhome.Open(t, home), sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mark.Print != print {
+			t.Errorf("round %d: the snapshot fingerprinted the home as %+v, a walk as %+v", round, mark.Print, print)
+		}
+		assertManifestIsWalk(t, home, st, res.ID)
+		rec, err := repo.LoadRecord(context.Background(), st, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked := snap(snaptest.NewStore(t), nil)
+		if w := walked.Totals; rec.Entries != w.Entries || rec.Files != w.Files || rec.Bytes != w.Bytes {
+			t.Errorf("round %d: record counts %d entries, %d files, %d bytes; a walk %d, %d, %d", round, rec.Entries, rec.Files, rec.Bytes, w.Entries, w.Files, w.Bytes)
+		}
+		if len(res.Kept) == 0 || len(res.Kept) != len(walked.Kept) {
+			t.Fatalf("round %d: the agent guard's entries: %d, a walk's %d", round, len(res.Kept), len(walked.Kept))
+		}
+		for i := range res.Kept {
+			if !res.Kept[i].SameMeta(walked.Kept[i]) || res.Kept[i].Path != walked.Kept[i].Path {
+				t.Errorf("round %d: kept %+v, a walk keeps %+v", round, res.Kept[i], walked.Kept[i])
+			}
+		}
+		target := t.TempDir()
+		if err := restoreInto(target, st, res.ID); err != nil {
+			t.Fatal(err)
+		}
+		snaptest.AssertSame(t, snaptest.Selected(t, home), snaptest.All(t, target))
+	}
 }

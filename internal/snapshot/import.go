@@ -354,6 +354,9 @@ func completeTree(in []importing, name string, res *ImportResult) ([]importing, 
 func (s *writer) writeImportManifest(ctx context.Context, entries []importing, sel *selector.Selector, res *ImportResult) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := repo.UpgradeMarker(ctx, s.st); err != nil { // a manifest older releases cannot read
+		return err
+	}
 	up := repo.NewUpload(ctx, s.st, repo.ManifestKey(s.id))
 	mw, err := archive.NewManifestWriter(up, archive.Header{
 		ID: s.id, Parent: s.parentID, Created: time.Now().UTC(), Host: hostname(), Selection: archive.Selection(sel.Spec()),

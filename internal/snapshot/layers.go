@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"slices"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/journal"
 	"github.com/homesnap/homesnap/internal/repo"
 )
 
@@ -54,11 +54,6 @@ func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainR
 		cut = limit/2 - 1
 		s.o.Log.Debug().Int("layers", len(layers)).Str("base", layers[cut]).Msg("the parent's manifest chain is at its limit: merging its upper half into this delta")
 	}
-	// Older releases cannot read a delta, nor would their prune keep its
-	// layers: the store says so before the first one is written.
-	if err := repo.UpgradeMarker(ctx, s.o.Store); err != nil {
-		return err
-	}
 	s.base, s.cut, s.deltaLines = layers[cut], cut, rec.DeltaLines
 	s.chain = append(slices.Clone(layers[:cut+1]), s.id)
 	return nil
@@ -67,35 +62,61 @@ func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainR
 // parentCursor walks the parent's manifest chain path by path: top is the
 // parent's entry (nil for a path only the delta's base has), below the
 // entry of the delta's base (nil where it has none; the parent's own when
-// the delta is on the parent).
+// the delta is on the parent). At a span the rescan passed over (span
+// set, from path to span.Last), both are nil.
 type parentCursor struct {
 	s          *snapshotter
 	m          *archive.ChainReader
-	ok         bool // top or below is set, at path
+	ok         bool // top, below or span is set, at path
 	path       string
 	top, below *archive.Entry
+	span       *archive.Span
 	// While the parent's entries are also the base of a rescan (base),
 	// what one of the two read from m and the other has not reached yet.
 	shared             bool
 	forCursor, forBase []pair
+	// stale: the cursor moved on (later) and reads its next pair when
+	// asked (fill), not before: read ahead of the rescan, it would begin
+	// the span the rescan is about to pass over.
+	stale bool
 }
 
-type pair struct{ top, below *archive.Entry }
+// A pair is what the cursor reads at a path, or a span passed over.
+type pair struct {
+	top, below *archive.Entry
+	span       *archive.Span
+}
 
 func (c *parentCursor) next() error {
-	c.ok, c.top, c.below = false, nil, nil
+	c.ok, c.top, c.below, c.span = false, nil, nil, nil
 	p, ok, err := c.pull(&c.forCursor, &c.forBase)
 	if !ok || err != nil {
 		return err
 	}
-	c.ok, c.top, c.below = true, p.top, p.below
-	if p.top != nil {
+	c.ok, c.top, c.below, c.span = true, p.top, p.below, p.span
+	switch {
+	case p.span != nil:
+		c.path = p.span.First
+		c.s.parentCensus.addSpan(p.span)
+	case p.top != nil:
 		c.path = p.top.Path
 		c.s.parentCensus.add(p.top)
-	} else {
+	default:
 		c.path = p.below.Path
 	}
 	return nil
+}
+
+// later moves the cursor on when it is next filled.
+func (c *parentCursor) later() { c.stale = true }
+
+// fill reads the pair the cursor moved on to, if it has not.
+func (c *parentCursor) fill() error {
+	if !c.stale {
+		return nil
+	}
+	c.stale = false
+	return c.next()
 }
 
 // pull takes the next pair from own, or reads it, leaving it for the
@@ -120,39 +141,116 @@ func (c *parentCursor) pull(own, other *[]pair) (pair, bool, error) {
 		return pair{}, false, nil
 	}
 	if err != nil {
-		return pair{}, false, fmt.Errorf("parent snapshot %s: %w", c.s.parentID, err)
+		return pair{}, false, c.s.parentErr(err)
 	}
-	p := pair{top, below}
+	p := pair{top: top, below: below}
 	if c.shared {
 		*other = append(*other, p)
 	}
 	return p, true, nil
 }
 
-// base yields the parent's entries from the cursor's own reader, so that
+func (s *snapshotter) parentErr(err error) error {
+	return fmt.Errorf("parent snapshot %s: %w", s.parentID, err)
+}
+
+// base returns the parent's entries from the cursor's own reader, so that
 // a rescan onto them and the merge with its result read the manifest once
-// between them. It is ranged over once, before the cursor moves past the
-// entry it is at; the two hold apart only the pairs between them.
-func (c *parentCursor) base() iter.Seq2[*archive.Entry, error] {
+// between them. It is read once, before the cursor moves past the entry
+// it is at; the two hold apart only the pairs between them.
+func (c *parentCursor) base() journal.Base {
 	c.shared = true
-	if c.ok {
-		c.forBase = append(c.forBase, pair{c.top, c.below})
+	if c.ok && !c.stale {
+		c.forBase = append(c.forBase, pair{top: c.top, below: c.below})
 	}
-	return func(yield func(*archive.Entry, error) bool) {
-		defer func() { c.shared, c.forBase = false, nil }()
-		for {
-			p, ok, err := c.pull(&c.forBase, &c.forCursor)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !ok {
-				return
-			}
-			if p.top != nil && !yield(p.top, nil) {
-				return
+	return cursorBase{c}
+}
+
+type cursorBase struct{ c *parentCursor }
+
+func (b cursorBase) Next() (*archive.Entry, error) {
+	c := b.c
+	for {
+		p, ok, err := c.pull(&c.forBase, &c.forCursor)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			c.shared, c.forBase = false, nil
+			return nil, io.EOF
+		}
+		if p.top != nil {
+			return p.top, nil
+		}
+	}
+}
+
+// Span offers the rescan the parent's next span when the merge is not
+// ahead of it, the snapshot's manifest is a delta (which leaves out what
+// did not change) and Options.Keep chooses nothing in it.
+func (b cursorBase) Span() (*archive.Span, error) {
+	c := b.c
+	if len(c.forBase) > 0 || c.m == nil || c.s.base == "" {
+		return nil, nil
+	}
+	sp, err := c.m.Span()
+	if err != nil {
+		return nil, c.s.parentErr(err)
+	}
+	if sp == nil {
+		return nil, nil
+	}
+	if keep := c.s.o.Keep; keep != nil {
+		for top := range sp.Tops {
+			if keep(top, true) || keep(top, false) {
+				return nil, nil
 			}
 		}
+	}
+	return sp, nil
+}
+
+func (b cursorBase) SkipSpan() error {
+	c := b.c
+	sp, err := b.Span()
+	if err == nil && sp == nil {
+		err = errors.New("no span to pass over")
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.m.SkipSpan(); err != nil {
+		return c.s.parentErr(err)
+	}
+	c.forCursor = append(c.forCursor, pair{span: sp})
+	return nil
+}
+
+// passParent moves the cursor up to path ("": to the end), past the
+// paths the walk no longer finds and the spans the rescan passed over.
+func (s *snapshotter) passParent(old *parentCursor, path string, jobs *cutter, cnt *counts) error {
+	for {
+		if err := old.fill(); err != nil {
+			return err
+		}
+		if !old.ok || path != "" && archive.ComparePaths(old.path, path) >= 0 {
+			return nil
+		}
+		if sp := old.span; sp != nil {
+			if path != "" && archive.ComparePaths(sp.Last, path) >= 0 {
+				return s.parentErr(fmt.Errorf("%s is within %s…%s, which the rescan passed over", path, sp.First, sp.Last))
+			}
+			cnt.seen += sp.Entries
+			s.unread += sp.Entries
+			s.print.AddSpan(sp)
+			s.census.addSpan(sp)
+			if err := jobs.sameSpan(sp); err != nil {
+				return err
+			}
+		} else if err := s.gone(jobs, old, cnt); err != nil {
+			return err
+		}
+		old.later()
 	}
 }
 

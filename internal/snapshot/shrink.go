@@ -37,6 +37,18 @@ func (c *census) add(e *archive.Entry) {
 	c.top[top]++
 }
 
+// addSpan counts the entries a span sums up.
+func (c *census) addSpan(sp *archive.Span) {
+	c.files += sp.Files
+	c.bytes += sp.Bytes
+	if c.top == nil {
+		c.top = map[string]int64{}
+	}
+	for top, n := range sp.Tops {
+		c.top[top] += n
+	}
+}
+
 // checkShrink refuses a snapshot that lost more than half of its parent's
 // files or bytes, or every entry under one of the vital top-level names
 // (secrets/, nodes/ for Jenkins) that the parent had.

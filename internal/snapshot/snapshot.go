@@ -69,7 +69,10 @@ type Options struct {
 	// seen (ErrBehind).
 	AllowBehind bool
 	// Keep chooses entries of the snapshot to return in Result.Kept (the
-	// sidecar's agent guard checks the next snapshot against them).
+	// sidecar's agent guard checks the next snapshot against them). It
+	// chooses only paths under top-level names it chooses itself
+	// (Keep(name, true) or Keep(name, false)): spans of the parent under
+	// other names may be passed over (ChangeJournalUse.Unread).
 	Keep func(rel string, dir bool) bool
 }
 
@@ -144,9 +147,6 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 			return nil, err
 		}
 		defer parent.Close()
-		// Decoded beside the merge: with the change journal, decoding the
-		// parent's lines is most of what the producer does.
-		parent.ReadAhead()
 		if err := s.chooseManifest(ctx, parent); err != nil {
 			return nil, err
 		}
@@ -166,6 +166,7 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 					committed = res.Parent
 				}
 				if jr.use.Mode != "" {
+					jr.use.Unread = s.unread
 					res.ChangeJournal = &jr.use
 				}
 			}
@@ -173,6 +174,17 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 		}()
 		if jr.unchanged { // the journal saw nothing since the parent: nothing to read
 			return &Result{Parent: s.parentID, Unchanged: true, Elapsed: time.Since(start)}, nil
+		}
+	}
+	if parent != nil {
+		if jr != nil && jr.use.Mode == JournalMode && s.base != "" {
+			// The rescan passes over the parent's spans where nothing
+			// changed: their lines are not decoded.
+			parent.PassSpans()
+		} else {
+			// Decoded beside the merge: with a full walk, decoding the
+			// parent's lines is much of what the producer does.
+			parent.ReadAhead()
 		}
 	}
 	res, err = s.run(ctx, parent)
@@ -222,6 +234,8 @@ type snapshotter struct {
 	// marked counts the entries recorded as changed while read, which the
 	// next snapshot must read again.
 	marked int64
+	// unread counts the parent's entries passed over in spans.
+	unread int64
 	// kept are the entries Options.Keep chose.
 	kept []*archive.Entry
 	// links says which hard-linked files are left out; linkedOut counts
@@ -315,6 +329,12 @@ func (s *snapshotter) run(ctx context.Context, parent *archive.ChainReader) (*Re
 		})
 	}
 
+	// Older releases cannot read this manifest's format (a delta, spans),
+	// nor would their prune keep a delta's layers: the store says so
+	// before the first one is written.
+	if err := repo.UpgradeMarker(ctx, s.o.Store); err != nil {
+		return nil, err
+	}
 	manifest := repo.NewUpload(ctx, s.o.Store, repo.ManifestKey(s.id))
 	archiveUp := repo.NewLazyUpload(ctx, s.o.Store, repo.ArchiveKey(s.id))
 	mw, err := archive.NewManifestWriter(manifest, archive.Header{
@@ -427,6 +447,19 @@ func (c *cutter) same(e *archive.Entry) error {
 		c.cur.items = append(c.cur.items, item{same: &archive.Tally{}})
 	}
 	c.cur.items[len(c.cur.items)-1].same.Add(e)
+	if c.entries++; c.entries >= maxJobEntries {
+		return c.flush()
+	}
+	return nil
+}
+
+// sameSpan adds the entries of a span the rescan passed over, which the
+// delta's base has as they are, as one count.
+func (c *cutter) sameSpan(sp *archive.Span) error {
+	if n := len(c.cur.items); n == 0 || c.cur.items[n-1].same == nil {
+		c.cur.items = append(c.cur.items, item{same: &archive.Tally{}})
+	}
+	c.cur.items[len(c.cur.items)-1].same.Merge(sp.Tally)
 	if c.entries++; c.entries >= maxJobEntries {
 		return c.flush()
 	}

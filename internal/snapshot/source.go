@@ -2,9 +2,9 @@ package snapshot
 
 import (
 	"context"
-	"iter"
 
 	"github.com/homesnap/homesnap/internal/archive"
+	"github.com/homesnap/homesnap/internal/journal"
 	"github.com/homesnap/homesnap/internal/scan"
 )
 
@@ -29,7 +29,7 @@ type source interface {
 // rescan onto the parent's entries, base); verify, when set, is compared with the full
 // walk, which is what is recorded.
 type walk struct {
-	rescan      func(ctx context.Context, base iter.Seq2[*archive.Entry, error], skipped scan.Skipped, fn func(*archive.Entry) error) error
+	rescan      func(ctx context.Context, base journal.Base, skipped scan.Skipped, fn func(*archive.Entry) error) error
 	verify      func(ctx context.Context, skipped scan.Skipped, fn func(*archive.Entry) error) error
 	differences *int64 // counted by verify
 	// seen reports a path changed after the journal's changes were taken:
@@ -55,13 +55,8 @@ func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jo
 		}
 	}
 	add := func(e *archive.Entry) error {
-		for old.ok && archive.ComparePaths(old.path, e.Path) < 0 {
-			if err := s.gone(jobs, old, cnt); err != nil {
-				return err
-			}
-			if err := old.next(); err != nil {
-				return err
-			}
+		if err := s.passParent(old, e.Path, jobs, cnt); err != nil {
+			return err
 		}
 		if e.Type == archive.TypeFile && e.Links > 1 && w.linked != nil && w.rescan == nil {
 			w.linked(e.Path, e.Inode, e.CTime) // left out or not: a change to it must be heard
@@ -76,9 +71,7 @@ func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jo
 		var prev, base *archive.Entry
 		if old.ok && old.path == e.Path {
 			prev, base = old.top, old.below
-			if err := old.next(); err != nil {
-				return err
-			}
+			old.later()
 		}
 		cnt.seen++
 		s.print.Add(e)
@@ -115,13 +108,5 @@ func (w walk) produce(ctx context.Context, s *snapshotter, old *parentCursor, jo
 	if err != nil {
 		return err
 	}
-	for old.ok {
-		if err := s.gone(jobs, old, cnt); err != nil {
-			return err
-		}
-		if err := old.next(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.passParent(old, "", jobs, cnt)
 }
