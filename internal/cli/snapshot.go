@@ -134,6 +134,9 @@ func Snapshot(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ev := log.Info()
 		if res.ChangeJournal != nil { // how the home was read: journal, walk or verify
 			ev = ev.Str("journal", res.ChangeJournal.Mode)
+			if res.ChangeJournal.Unread > 0 { // the parent's entries in spans nothing changed
+				ev = ev.Int64("unread_entries", res.ChangeJournal.Unread)
+			}
 		}
 		asJSON := cfg.Once && cfg.json()
 		if res.Unchanged {

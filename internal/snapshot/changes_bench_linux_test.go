@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -17,11 +18,13 @@ import (
 )
 
 // BenchmarkJournalChurn measures what the sidecar's journal-driven
-// snapshot costs after one round of the generator's 1 % churn: each
-// iteration churns the home (untimed) and takes the snapshot. The home is
+// snapshot costs after one round of the generator's 1 % churn (1%), or
+// after one line appended to one build log (1-file): each iteration
+// changes the home (untimed) and takes the snapshot. The home is
 // generated from HOMESNAP_CHURN_BENCH_PRESET (default small); the first,
 // walking snapshot is untimed. HOMESNAP_CHURN_BENCH_COLD=1 drops the page
-// cache before each snapshot (root only).
+// cache before each snapshot (root only). %decoded is the share of the
+// parent's entries the snapshot decoded: the rest it passed over in spans.
 func BenchmarkJournalChurn(b *testing.B) {
 	preset := os.Getenv("HOMESNAP_CHURN_BENCH_PRESET")
 	if preset == "" {
@@ -46,12 +49,43 @@ func BenchmarkJournalChurn(b *testing.B) {
 	}
 	snap(context.Background())
 	round := int64(2)
+	changes := map[string]func(){
+		"1%": func() {
+			if _, err := gen.Churn(home, gen.ChurnOptions{Fraction: 0.01, Seed: round}); err != nil {
+				b.Fatal(err)
+			}
+		},
+		"1-file": func() {
+			f, err := os.OpenFile(oneLog(b, home), os.O_APPEND|os.O_WRONLY, 0)
+			if err == nil {
+				_, err = fmt.Fprintf(f, "line %d\n", round)
+				f.Close()
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		},
+	}
+	for _, name := range []string{"1-file", "1%"} {
+		b.Run(name, func(b *testing.B) { churnRounds(b, home, changes[name], &round, snap) })
+	}
+}
+
+// oneLog is a build log in the middle of the generated home.
+func oneLog(b *testing.B, home string) string {
+	logs, err := filepath.Glob(filepath.Join(home, "jobs", "*", "builds", "*", "log"))
+	if err != nil || len(logs) == 0 {
+		b.Fatalf("no build log in %s: %v", home, err)
+	}
+	return logs[len(logs)/2]
+}
+
+func churnRounds(b *testing.B, home string, change func(), round *int64, snap func(context.Context) *snapshot.Result) {
+	var decoded, entries int64
 	for b.Loop() {
 		b.StopTimer()
-		if _, err := gen.Churn(home, gen.ChurnOptions{Fraction: 0.01, Seed: round}); err != nil {
-			b.Fatal(err)
-		}
-		round++
+		change()
+		*round++
 		if os.Getenv("HOMESNAP_CHURN_BENCH_COLD") == "1" { // as the sidecar after a quiet interval
 			unix.Sync()
 			if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
@@ -65,5 +99,8 @@ func BenchmarkJournalChurn(b *testing.B) {
 		if res.ChangeJournal == nil || res.ChangeJournal.Mode != "journal" || res.Unchanged {
 			b.Fatalf("snapshot after churn: %+v", res)
 		}
+		entries += res.Totals.Entries
+		decoded += res.Totals.Entries - res.ChangeJournal.Unread
 	}
+	b.ReportMetric(100*float64(decoded)/float64(entries), "%decoded")
 }

@@ -62,6 +62,9 @@ func (rewrite) headTree() bool          { return true }
 // produce takes the parent's entries (a full manifest: every pair is a
 // parent entry) instead of a walk.
 func (r rewrite) produce(ctx context.Context, s *snapshotter, old *parentCursor, jobs *cutter, cnt *counts) error {
+	if err := old.fill(); err != nil {
+		return err
+	}
 	for ; old.ok; cnt.seen++ {
 		e := old.top
 		s.census.add(e)

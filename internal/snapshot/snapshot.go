@@ -486,10 +486,7 @@ func (c *cutter) flush() error {
 // produce merges the source with the parent manifest and cuts the result
 // into jobs.
 func (s *snapshotter) produce(ctx context.Context, parent *archive.ChainReader, q jobQueues, cnt *counts) error {
-	old := &parentCursor{s: s, m: parent}
-	if err := old.next(); err != nil {
-		return err
-	}
+	old := &parentCursor{s: s, m: parent, stale: true} // read at first need
 	jobs := &cutter{ctx: ctx, q: q, cur: &job{}}
 	if err := s.src.produce(ctx, s, old, jobs, cnt); err != nil {
 		return err
