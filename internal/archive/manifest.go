@@ -172,7 +172,7 @@ func (m *ManifestWriter) put(e *Entry) error {
 	}
 	m.block = appendEntry(m.block, e)
 	m.span.Add(e)
-	if m.span.Entries == spanEntries {
+	if m.span.Entries == SpanEntries {
 		return m.endSpan()
 	}
 	return nil

@@ -35,10 +35,10 @@ type Span struct {
 	Changed bool
 }
 
-// spanEntries is how many entries a writer puts in a span: a snapshot that
+// SpanEntries is how many entries a writer puts in a span at most: a snapshot that
 // changes one path decodes this many of its parent's, and a manifest gets
 // one span line (about 200 bytes) per this many entries.
-const spanEntries = 1024
+const SpanEntries = 1024
 
 // maxSpanEntries bounds the entries a span may claim.
 const maxSpanEntries = 1 << 16

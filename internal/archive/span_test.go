@@ -140,7 +140,7 @@ func TestNoSpanIsPassedOverWhereADeltaChangesIt(t *testing.T) {
 			found = e.MTime == 99
 		}
 	}
-	if !found || len(got) > 2*spanEntries {
+	if !found || len(got) > 2*SpanEntries {
 		t.Fatalf("decoded %d entries, the delta's change among them: %v", len(got), found)
 	}
 }

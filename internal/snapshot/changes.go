@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 	"time"
 
@@ -91,6 +92,10 @@ type changeRun struct {
 	// unchanged: nothing changed since the parent, which has nothing
 	// to read again: the snapshot need not read anything.
 	unchanged bool
+	// dirs counts the directories the journal names changes in (paths
+	// of one directory mostly share a span of the parent's manifest), and
+	// the hard-linked inodes it names.
+	dirs int64
 }
 
 // begin takes the journal's changes for a snapshot over parent (empty:
@@ -159,6 +164,11 @@ func (f *ChangeJournal) begin(o *Options, parent string, src source) (*changeRun
 	}
 	r.use.Mode = JournalMode
 	r.unchanged = ch.Empty() && clean && !o.Force
+	dirs := map[string]bool{}
+	for p := range ch.Paths {
+		dirs[path.Dir(p)] = true
+	}
+	r.dirs = int64(len(dirs) + len(ch.Inodes))
 	return r, walk{rescan: func(ctx context.Context, base journal.Base, skipped scan.Skipped, fn func(*archive.Entry) error) error {
 		ch, err := resolved(ctx)
 		if err != nil {

@@ -54,7 +54,7 @@ func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainR
 		cut = limit/2 - 1
 		s.o.Log.Debug().Int("layers", len(layers)).Str("base", layers[cut]).Msg("the parent's manifest chain is at its limit: merging its upper half into this delta")
 	}
-	s.base, s.cut, s.deltaLines = layers[cut], cut, rec.DeltaLines
+	s.base, s.cut, s.deltaLines, s.parentEntries = layers[cut], cut, rec.DeltaLines, rec.Entries
 	s.chain = append(slices.Clone(layers[:cut+1]), s.id)
 	return nil
 }

@@ -177,9 +177,7 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 		}
 	}
 	if parent != nil {
-		if jr != nil && jr.use.Mode == JournalMode && s.base != "" {
-			// The rescan passes over the parent's spans where nothing
-			// changed: their lines are not decoded.
+		if s.passSpans(jr) {
 			parent.PassSpans()
 		} else {
 			// Decoded beside the merge: with a full walk, decoding the
@@ -201,6 +199,15 @@ func take(ctx context.Context, o Options, src source) (res *Result, err error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// passSpans: a snapshot through the change journal that writes a delta
+// passes over the parent's spans where nothing changed, leaving their
+// lines undecoded; unless its changes are in more directories than the
+// parent has spans, and so touch most of them: then the lines are decoded
+// ahead, beside the merge, as a walk's are.
+func (s *snapshotter) passSpans(jr *changeRun) bool {
+	return jr != nil && jr.use.Mode == JournalMode && s.base != "" && jr.dirs*archive.SpanEntries < s.parentEntries
 }
 
 // snapshotter runs the pipeline of one snapshot:
@@ -226,11 +233,13 @@ type snapshotter struct {
 	print                homemark.Fingerprint // of the walk, for the home's mark
 	// A delta manifest's base, its index cut in the parent's chain, and
 	// its chain (see chooseManifest); empty base for a full manifest.
-	// deltaLines are the parent chain's delta lines, from its record.
-	base       string
-	cut        int
-	chain      []string
-	deltaLines int64
+	// deltaLines are the parent chain's delta lines and parentEntries its
+	// entries, from its record.
+	base          string
+	cut           int
+	chain         []string
+	deltaLines    int64
+	parentEntries int64
 	// marked counts the entries recorded as changed while read, which the
 	// next snapshot must read again.
 	marked int64

@@ -119,7 +119,10 @@ for line in open(sys.argv[1]):
     except ValueError:
         continue
     if e.get("message") in ("snapshot committed", "nothing changed since the last snapshot; none taken"):
-        out.append("%s %.1f" % (e.get("journal", "-"), e["elapsed"]))
+        decoded = "-"  # of the parent's entries, the share decoded (the rest passed over in spans)
+        if e.get("entries"):
+            decoded = "%.2f%%" % (100.0 * (e["entries"] - e.get("unread_entries", 0)) / e["entries"])
+        out.append("%s %.1f %s" % (e.get("journal", "-"), e["elapsed"], decoded))
 print("\n".join(out[int(sys.argv[2]) - 1:]))
 PY
 }
@@ -179,7 +182,7 @@ grep -q '"message":"change journal on' "$on" || { echo "journal: the journal did
 peak_open=$(phase)
 opened=$(field "$on" "change journal on" opened_in)
 on_at=$(since "$on" "change journal on")
-first=$(elapsed "$on" | head -1)
+first=$(elapsed "$on" | head -1 | awk '{print $1, $2}')
 kicked=2 # the first kick's line
 if [ "${first%% *}" = - ]; then
   kill -USR1 "$pid"
@@ -217,7 +220,7 @@ change() {
   n=$(($(ends "$on") + 1))
   kill -USR1 "$pid"
   await "$on" "$n"
-  echo "$(elapsed "$on" "$n" | awk '{print $2, $1}') $(phase)"
+  echo "$(elapsed "$on" "$n" | awk '{print $2, $1, $3}') $(phase)"
 }
 if [ "$CHANGES" = 1 ]; then
   rm -f "$home.stamp" # the churn below changes the home: the next run generates it again
@@ -275,10 +278,10 @@ echo "| RSS idle, start → end of the window | $(mib "$rss_idle0") → $(mib "$
 echo "| RSS after the kicks | $(mib "$rss_kicks") MiB | $(mib "$off_rss") MiB (peak of the run $(mib "$off_hwm") MiB) |"
 echo "| peak RSS: first snapshot, journal open, the walk after it, idle, kicks | $peak_first, $peak_open, $peak_started, $peak_idle, $peak_kicks MiB | |"
 if [ "$CHANGES" = 1 ]; then
-  read -r e m p <<<"$one_file"
-  echo "| one file changed (a line appended) | $(s "$e") s ($m), peak $p MiB | |"
-  read -r e m p <<<"$one_pct"
-  echo "| 1 % churn ($churned) | $(s "$e") s ($m), peak $p MiB | |"
+  read -r e m d p <<<"$one_file"
+  echo "| one file changed (a line appended) | $(s "$e") s ($m, $d of the parent decoded), peak $p MiB | |"
+  read -r e m d p <<<"$one_pct"
+  echo "| 1 % churn ($churned) | $(s "$e") s ($m, $d of the parent decoded), peak $p MiB | |"
 fi
 echo "| kernel: SUnreclaim before start, before exit, after exit | $(mib "$unreclaim0"), $(mib "$unreclaim1"), $(mib "$unreclaim2") MiB (freed at exit $(mib $((unreclaim1 - unreclaim2))) MiB) | |"
 if [ -n "$marks1" ]; then
