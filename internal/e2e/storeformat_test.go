@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/testhome"
 )
 
@@ -16,8 +18,8 @@ import (
 func TestStoreOfAnotherFormatIsRefused(t *testing.T) {
 	home := buildHome(t, "", 0)
 	for _, c := range []struct{ marker, want string }{
-		{`{"homesnap":7}`, "format version 7; this homesnap supports versions 1 to 4"},
-		{"\x00\x01garbage", "supports format version 4"},
+		{`{"homesnap":7}`, fmt.Sprintf("format version 7; this homesnap supports versions 1 to %d", repo.FormatVersion)},
+		{"\x00\x01garbage", fmt.Sprintf("supports format version %d", repo.FormatVersion)},
 	} {
 		storeDir := t.TempDir()
 		os.WriteFile(filepath.Join(storeDir, "homesnap.json"), []byte(c.marker), 0o644)
