@@ -64,13 +64,28 @@ func FuzzManifestReader(f *testing.F) {
 	})
 }
 
+// readManifest reads data twice: every line decoded, then passing over
+// every other span.
 func readManifest(t *testing.T, data []byte) {
+	readPassing(t, data, false)
+	readPassing(t, data, true)
+}
+
+func readPassing(t *testing.T, data []byte, pass bool) {
 	m, err := NewManifestReader(bytes.NewReader(data))
 	if err != nil {
 		return
 	}
 	defer m.Close()
-	for {
+	for n := 0; ; n++ {
+		if sp, err := m.Span(); pass && n%2 == 0 && sp != nil && err == nil {
+			if err := m.SkipSpan(); err != nil {
+				return
+			}
+			continue
+		} else if err != nil {
+			return
+		}
 		e, err := m.Next()
 		if err == io.EOF {
 			if m.Totals == nil {

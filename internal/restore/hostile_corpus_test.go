@@ -16,11 +16,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -308,6 +310,33 @@ var hostileCases = []hostileCase{
 				return err
 			}
 			return os.WriteFile(key, cut, 0o644)
+		}},
+	{name: "span-lies", want: "does not sum up its entries",
+		about: "An honest manifest whose span line claims fewer bytes than its entries hold (a snapshot passing over it would record wrong totals). Every reader that decodes a span checks it: refused.",
+		build: func(b *corpusStore) error {
+			if err := b.snapshot("jenkins", baseSnapshot(), nil); err != nil {
+				return err
+			}
+			key := filepath.Join(b.dir, filepath.FromSlash(repo.ManifestKey(corpusID)))
+			data, err := os.ReadFile(key)
+			if err != nil {
+				return err
+			}
+			zr, _ := zstd.NewReader(bytes.NewReader(data))
+			defer zr.Close()
+			plain, err := io.ReadAll(zr)
+			if err != nil {
+				return err
+			}
+			lied := regexp.MustCompile(`("span":\{"entries":\d+,"files":\d+,"bytes":)\d+`).ReplaceAll(plain, []byte("${1}1"))
+			if bytes.Equal(lied, plain) {
+				return errors.New("span-lies: the manifest has no span line")
+			}
+			out, err := zstdStream(bytes.NewReader(lied), 1<<20)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(key, out, 0o644)
 		}},
 	{name: "skip-bomb", want: "decodes to more than",
 		about: "The range of jobs/a/config.xml holds, before it, a tar entry of 256 MiB of zeros (a few KiB compressed). A range may decode only what its entries account for: refused without decoding it all.",
