@@ -35,7 +35,8 @@ type Span struct {
 	Changed bool
 }
 
-// SpanEntries is how many entries a writer puts in a span at most: a snapshot that
+// SpanEntries is how many entries a writer puts in a span at most (it
+// also ends one where the top-level name changes): a snapshot that
 // changes one path decodes this many of its parent's, and a manifest gets
 // one span line (about 200 bytes) per this many entries.
 const SpanEntries = 1024
