@@ -182,7 +182,7 @@ grep -q '"message":"change journal on' "$on" || { echo "journal: the journal did
 peak_open=$(phase)
 opened=$(field "$on" "change journal on" opened_in)
 on_at=$(since "$on" "change journal on")
-first=$(elapsed "$on" | head -1 | awk '{print $1, $2}')
+first=$(elapsed "$on" | sed -n 1p | awk '{print $1, $2}')
 kicked=2 # the first kick's line
 if [ "${first%% *}" = - ]; then
   kill -USR1 "$pid"
@@ -248,7 +248,7 @@ sidecar off "$off"
 await "$off" 1
 load_off=$(load)
 kicks "$off"
-off_first=$(elapsed "$off" | head -1 | awk '{print $2}')
+off_first=$(elapsed "$off" | sed -n 1p | awk '{print $2}')
 off_kicks=$(elapsed "$off" 2 | awk '{print $2}' | sort -n | tr '\n' ' ')
 off_rss=$(status VmRSS) off_hwm=$(status VmHWM)
 stop "$off"
@@ -258,7 +258,7 @@ if drop; then cache=cold; else cache=warm; fi
 read -r once_wall once_rss <"$work/time"
 
 s() { awk -v ms="$1" 'BEGIN {printf "%.2f", ms / 1000}'; }
-paths=$(grep '"message":"snapshot committed"' "$on" | head -1 | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["entries"])')
+paths=$(grep -m1 '"message":"snapshot committed"' "$on" | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["entries"])')
 echo "# The sidecar with the change journal: preset $PRESET, $paths paths, $dirs directories"
 echo
 echo "- $(date -u +%Y-%m-%dT%H:%MZ), $(git describe --always --dirty), $(nproc) CPUs; load average: idle window from $load_idle0, journal kicks $load_on, walk kicks $load_off, end $(load)"
