@@ -190,7 +190,7 @@ if [ "${first%% *}" = - ]; then
   kicked=3
 fi
 peak_started=$(phase)
-watches=$(curl -fsS "http://$LISTEN/metrics" | awk '$1 == "homesnap_journal_watches" {print $2}')
+watches=$(curl -fsS "http://$LISTEN/metrics" | awk '$1 == "homesnap_journal_watches" {printf "%d", $2}')
 rss_first=$(status VmRSS)
 log "journal opened in $opened ms with $watches watches, on ${on_at} s after the sidecar started; first snapshot ${first#* } ms; RSS $(mib "$rss_first") MiB; peaks: first snapshot $peak_first, open $peak_open, the walk after it $peak_started MiB"
 
