@@ -155,6 +155,33 @@ func (b *corpusStore) manifest(data []byte) error {
 }
 
 // zstdStream compresses data as one stream with the given window.
+// honestManifestEdited stores the base snapshot, then rewrites its
+// manifest's uncompressed lines with edit.
+func (b *corpusStore) honestManifestEdited(edit func(plain []byte) ([]byte, error)) error {
+	if err := b.snapshot("jenkins", baseSnapshot(), nil); err != nil {
+		return err
+	}
+	key := filepath.Join(b.dir, filepath.FromSlash(repo.ManifestKey(corpusID)))
+	data, err := os.ReadFile(key)
+	if err != nil {
+		return err
+	}
+	zr, _ := zstd.NewReader(bytes.NewReader(data))
+	defer zr.Close()
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		return err
+	}
+	if plain, err = edit(plain); err != nil {
+		return err
+	}
+	out, err := zstdStream(bytes.NewReader(plain), 1<<20)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(key, out, 0o644)
+}
+
 func zstdStream(data io.Reader, window int) ([]byte, error) {
 	var out bytes.Buffer
 	zw, err := zstd.NewWriter(&out, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(window))
@@ -290,53 +317,20 @@ var hostileCases = []hostileCase{
 	{name: "truncated-manifest", want: "truncated",
 		about: "A manifest cut after its first entries, without the trailer that proves it complete. Refused.",
 		build: func(b *corpusStore) error {
-			if err := b.snapshot("jenkins", baseSnapshot(), nil); err != nil {
-				return err
-			}
-			key := filepath.Join(b.dir, filepath.FromSlash(repo.ManifestKey(corpusID)))
-			data, err := os.ReadFile(key)
-			if err != nil {
-				return err
-			}
-			zr, _ := zstd.NewReader(bytes.NewReader(data))
-			defer zr.Close()
-			plain, err := io.ReadAll(zr)
-			if err != nil {
-				return err
-			}
-			lines := bytes.SplitAfter(plain, []byte("\n"))
-			cut, err := zstdStream(bytes.NewReader(bytes.Join(lines[:4], nil)), 1<<20)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(key, cut, 0o644)
+			return b.honestManifestEdited(func(plain []byte) ([]byte, error) {
+				return bytes.Join(bytes.SplitAfter(plain, []byte("\n"))[:4], nil), nil
+			})
 		}},
 	{name: "span-lies", want: "does not sum up its entries",
 		about: "An honest manifest whose span line claims fewer bytes than its entries hold (a snapshot passing over it would record wrong totals). Every reader that decodes a span checks it: refused.",
 		build: func(b *corpusStore) error {
-			if err := b.snapshot("jenkins", baseSnapshot(), nil); err != nil {
-				return err
-			}
-			key := filepath.Join(b.dir, filepath.FromSlash(repo.ManifestKey(corpusID)))
-			data, err := os.ReadFile(key)
-			if err != nil {
-				return err
-			}
-			zr, _ := zstd.NewReader(bytes.NewReader(data))
-			defer zr.Close()
-			plain, err := io.ReadAll(zr)
-			if err != nil {
-				return err
-			}
-			lied := regexp.MustCompile(`("span":\{"entries":\d+,"files":\d+,"bytes":)\d+`).ReplaceAll(plain, []byte("${1}1"))
-			if bytes.Equal(lied, plain) {
-				return errors.New("span-lies: the manifest has no span line")
-			}
-			out, err := zstdStream(bytes.NewReader(lied), 1<<20)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(key, out, 0o644)
+			return b.honestManifestEdited(func(plain []byte) ([]byte, error) {
+				lied := regexp.MustCompile(`("span":\{"entries":\d+,"files":\d+,"bytes":)\d+`).ReplaceAll(plain, []byte("${1}1"))
+				if bytes.Equal(lied, plain) {
+					return nil, errors.New("span-lies: the manifest has no span line")
+				}
+				return lied, nil
+			})
 		}},
 	{name: "skip-bomb", want: "decodes to more than",
 		about: "The range of jobs/a/config.xml holds, before it, a tar entry of 256 MiB of zeros (a few KiB compressed). A range may decode only what its entries account for: refused without decoding it all.",
