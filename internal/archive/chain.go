@@ -27,9 +27,12 @@ type ChainReader struct {
 	spans bool
 	span  *Span
 	fresh bool // the full layer's first line is not read yet
-	files int64
-	bytes int64
-	n     int64
+	// met and covered count the entries of the spans reached with
+	// PassSpans, and of those a layer above had a line in (Coverage).
+	met, covered int64
+	files        int64
+	bytes        int64
+	n            int64
 }
 
 // NewChainReader merges layers, the full manifest first and the snapshot's
@@ -140,6 +143,10 @@ func (c *ChainReader) NextPair(cut int) (top, below *Entry, err error) {
 	for {
 		if c.span != nil && !c.above(func(p string) bool { return ComparePaths(p, c.span.First) < 0 }) {
 			// The span is next: its entries are read one by one.
+			c.met += c.span.Entries
+			if c.above(func(p string) bool { return ComparePaths(p, c.span.Last) <= 0 }) {
+				c.covered += c.span.Entries
+			}
 			if err := c.advance(0); err != nil {
 				return nil, nil, err
 			}
@@ -232,8 +239,15 @@ func (c *ChainReader) SkipSpan() error {
 	c.files += sp.Files
 	c.bytes += sp.Bytes
 	c.span = nil
+	c.met += sp.Entries
 	return c.advance(0)
 }
+
+// Coverage counts the entries of the full layer's spans the reader
+// reached with PassSpans (met), and of those a delta layer had a line in
+// (covered), which had to be decoded whatever changed. As the deltas of a
+// chain accumulate, so does its coverage, until the next full manifest.
+func (c *ChainReader) Coverage() (covered, met int64) { return c.covered, c.met }
 
 // DeltaLines sums the lines of the delta layers up to index upTo, once
 // the chain was read to its end; ok is false before.

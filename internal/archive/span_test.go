@@ -143,6 +143,15 @@ func TestNoSpanIsPassedOverWhereADeltaChangesIt(t *testing.T) {
 	if !found || len(got) > 2*SpanEntries {
 		t.Fatalf("decoded %d entries, the delta's change among them: %v", len(got), found)
 	}
+	// The one span decoded was decoded for the delta's line: what tells
+	// the next snapshot to write a full manifest once deltas cover most.
+	var inSpans int64
+	for _, sp := range passed {
+		inSpans += sp.Entries
+	}
+	if covered, met := c.Coverage(); covered != met-inSpans || covered == 0 || covered > SpanEntries {
+		t.Errorf("coverage: %d of %d entries in spans, %d of them passed over; want one span covered", covered, met, inSpans)
+	}
 }
 
 // edit rewrites a manifest's uncompressed lines.

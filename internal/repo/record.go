@@ -42,6 +42,13 @@ type Record struct {
 	// DeltaLines sums the lines of the delta manifests among Manifests:
 	// what a reader reads beyond the full manifest.
 	DeltaLines int64 `json:"delta_lines,omitempty"`
+	// SpannedEntries and CoveredEntries: of the entries in the spans of
+	// the full manifest below the parent's chain, how many the snapshot
+	// reached while passing over spans (through the change journal), and
+	// how many of those were in spans a delta had a line in, and so were
+	// decoded whatever changed. Zero when it decoded everything.
+	SpannedEntries int64 `json:"spanned_entries,omitempty"`
+	CoveredEntries int64 `json:"covered_entries,omitempty"`
 	// Partial marks a record rebuilt from a manifest header (a snapshot
 	// taken before records existed): only ID, Parent, Time and Host are known.
 	Partial bool `json:"partial,omitempty"`

@@ -442,3 +442,65 @@ func TestJournalSnapshotPassesOverWhatDidNotChange(t *testing.T) {
 		snaptest.AssertSame(t, snaptest.Selected(t, home), snaptest.All(t, target))
 	}
 }
+
+// After a churn that touched every span, a one-file change decodes the
+// churn's delta's spans too; the snapshot after that writes a full
+// manifest, and the ones after it pass over what did not change again.
+func TestAWideChurnIsFollowedByAFullManifest(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	for b := range 90 {
+		for f := range 100 {
+			snaptest.Write(t, home, fmt.Sprintf("jobs/bulk/builds/%02d/f%03d", b, f), "x\n")
+		}
+	}
+	j := openJournal(t, home, 0)
+	sel := snaptest.Jenkins(t)
+	p := func(rel string) string { return filepath.Join(home, filepath.FromSlash(rel)) }
+	snap := func() (*snapshot.Result, *repo.Record) {
+		t.Helper()
+		res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: sel, Log: zerolog.Nop(), ChangeJournal: j, Keep: jenkins.Needed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Unchanged || res.ChangeJournal == nil || res.ChangeJournal.Mode != "journal" {
+			t.Fatalf("%+v, want a snapshot through the journal", res)
+		}
+		rec, err := repo.LoadRecord(context.Background(), st, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertManifestIsWalk(t, home, st, res.ID)
+		return res, rec
+	}
+	if _, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: sel, Log: zerolog.Nop(), ChangeJournal: j, Keep: jenkins.Needed}); err != nil {
+		t.Fatal(err)
+	}
+	for b := range 90 { // the churn: a line in every build
+		appendTo(t, p(fmt.Sprintf("jobs/bulk/builds/%02d/f000", b)), "more\n")
+	}
+	if _, rec := snap(); len(rec.Manifests) != 2 {
+		t.Fatalf("the churn's snapshot has the layers %q, want a delta on the first", rec.Manifests)
+	}
+	appendTo(t, p("jobs/bulk/builds/40/f050"), "more\n")
+	res, rec := snap()
+	if len(rec.Manifests) != 3 || rec.SpannedEntries == 0 || rec.CoveredEntries*2 <= rec.SpannedEntries {
+		t.Fatalf("one file after the churn: layers %q, %d of %d entries in spans a delta covers; want a delta that met mostly covered spans", rec.Manifests, rec.CoveredEntries, rec.SpannedEntries)
+	}
+	if res.ChangeJournal.Unread > res.Totals.Entries/2 {
+		t.Fatalf("one file after the churn passed over %d of %d entries, which the churn's delta changed", res.ChangeJournal.Unread, res.Totals.Entries)
+	}
+	appendTo(t, p("jobs/bulk/builds/41/f050"), "more\n")
+	if _, rec := snap(); len(rec.Manifests) != 0 {
+		t.Fatalf("the next snapshot has the layers %q, want a full manifest", rec.Manifests)
+	}
+	appendTo(t, p("jobs/bulk/builds/42/f050"), "more\n")
+	res, rec = snap()
+	if len(rec.Manifests) != 2 || rec.CoveredEntries != 0 || res.ChangeJournal.Unread < res.Totals.Entries/2 {
+		t.Fatalf("one file after the full manifest: layers %q, %d entries in covered spans, passed over %d of %d entries; want most passed over", rec.Manifests, rec.CoveredEntries, res.ChangeJournal.Unread, res.Totals.Entries)
+	}
+	target := t.TempDir()
+	if err := restoreInto(target, st, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	snaptest.AssertSame(t, snaptest.Selected(t, home), snaptest.All(t, target))
+}

@@ -43,6 +43,7 @@ func (s *snapshotter) commitRun(ctx context.Context, res *Result, parent *archiv
 			below = s.deltaLines // the parent's chain: at least as long
 		}
 		rec.Manifests, rec.DeltaLines = s.chain, below+res.Totals.Lines
+		rec.CoveredEntries, rec.SpannedEntries = parent.Coverage()
 	}
 	if err := homemark.SetPending(s.o.Home, s.id); err != nil {
 		s.o.Log.Warn().Err(err).Msg("could not mark the home with the snapshot it commits")

@@ -23,6 +23,12 @@ const DefaultManifestChain = 16
 // more than a full manifest would, so the next manifest is a full one.
 const maxDeltaShare = 4 // one line in four
 
+// maxCoveredShare: once the deltas of the parent's chain have lines in
+// the spans of more than this share of the full manifest's entries, a
+// snapshot through the change journal decodes most of the parent however
+// little changed, until the next full manifest: the next one is full.
+const maxCoveredShare = 2 // half
+
 // chooseManifest decides whether the snapshot writes a delta manifest, and
 // on which base, or a full one. A delta holds only the entries that differ
 // from its base's and a marker per deleted path, so an incremental costs
@@ -32,7 +38,11 @@ const maxDeltaShare = 4 // one line in four
 // so the chain a restore merges stays short. Once the deltas of the
 // parent's chain hold more lines than maxDeltaShare of its entries,
 // reading them costs noticeably more than a full manifest: a full one is
-// written. A consolidation writes a full manifest, and so does a snapshot
+// written. So it is once the deltas have lines in the spans of most of the
+// full manifest's entries (the parent's record tells, when it passed over
+// spans):
+// a wide churn otherwise leaves every later snapshot decoding the whole
+// parent. A consolidation writes a full manifest, and so does a snapshot
 // after a key change (no parent is read).
 func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainReader) error {
 	layers := parent.Layers()
@@ -47,6 +57,10 @@ func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainR
 	}
 	if rec.Partial && len(layers) > 1 || rec.DeltaLines*maxDeltaShare > rec.Entries {
 		s.o.Log.Debug().Int64("delta_lines", rec.DeltaLines).Int64("entries", rec.Entries).Msg("the parent's delta manifests are large: writing a full manifest")
+		return nil
+	}
+	if rec.CoveredEntries*maxCoveredShare > rec.SpannedEntries {
+		s.o.Log.Debug().Int64("covered_entries", rec.CoveredEntries).Int64("spanned_entries", rec.SpannedEntries).Msg("the parent's delta manifests have lines in the spans of most of its entries: writing a full manifest")
 		return nil
 	}
 	cut := len(layers) - 1

@@ -15,8 +15,8 @@
 #    RSS (VmRSS, VmHWM) before and after; then KICKS snapshots on SIGUSR1
 #    with nothing changed, each one's "elapsed" from its log line; then
 #    (HOMESNAP_BENCH_CHANGES=1, the default) one snapshot after a line is
-#    appended to one file and one after genhome's 1 % churn, both through
-#    the journal. The churn changes the generated home: the script removes
+#    appended to one file, one after genhome's 1 % churn, and three after
+#    a line appended to the same file again, all through the journal. The churn changes the generated home: the script removes
 #    its stamp, so the next run generates it again.
 #    The peak RSS of each phase: VmHWM, reset at each phase's start
 #    (/proc/PID/clear_refs), read at its end.
@@ -122,7 +122,7 @@ for line in open(sys.argv[1]):
         decoded = "-"  # of the parent's entries, the share decoded (the rest passed over in spans)
         if e.get("entries"):
             decoded = "%.2f%%" % (100.0 * (e["entries"] - e.get("unread_entries", 0)) / e["entries"])
-        out.append("%s %.1f %s" % (e.get("journal", "-"), e["elapsed"], decoded))
+        out.append("%s %.1f %s %d" % (e.get("journal", "-"), e["elapsed"], decoded, e.get("manifests", 0)))
 print("\n".join(out[int(sys.argv[2]) - 1:]))
 PY
 }
@@ -214,13 +214,14 @@ on_kicks=$(elapsed "$on" "$kicked" | awk '{print $2}' | sort -n | tr '\n' ' ')
 on_modes=$(elapsed "$on" "$kicked" | awk '{print $1}' | sort | uniq -c | awk '{printf "%s %s ", $1, $2}')
 rss_kicks=$(status VmRSS)
 peak_kicks=$(phase)
-# change KIND: one snapshot on SIGUSR1 after the change; "elapsed mode peak".
+# change: one snapshot on SIGUSR1 after a change; "elapsed mode decoded peak layers"
+# (layers: the manifests a restore of it merges, 1 for a full manifest).
 change() {
   local n
   n=$(($(ends "$on") + 1))
   kill -USR1 "$pid"
   await "$on" "$n"
-  echo "$(elapsed "$on" "$n" | awk '{print $2, $1, $3}') $(phase)"
+  elapsed "$on" "$n" | awk -v p="$(phase)" '{print $2, $1, $3, p, $4}'
 }
 if [ "$CHANGES" = 1 ]; then
   rm -f "$home.stamp" # the churn below changes the home: the next run generates it again
@@ -232,6 +233,15 @@ if [ "$CHANGES" = 1 ]; then
   "$b/genhome" -churn 0.01 -seed 2 "$home" >"$work/churn" 2>&1
   churned=$(tail -1 "$work/churn" | sed 's/^[^:]*: //')
   one_pct=$(change)
+  # One file again, three times: the churn's delta covers most spans, so
+  # the first decodes the parent, the second writes a full manifest, the
+  # third passes over spans again.
+  after=()
+  for k in 1 2 3; do
+    log "one file changed after the churn ($k), load $(load)"
+    echo "a line appended by journal.sh after the churn" >>"$one"
+    after+=("$(change)")
+  done
 fi
 unreclaim1=$(meminfo SUnreclaim)
 marks1=$(slab inotify_inode_mark)
@@ -278,10 +288,14 @@ echo "| RSS idle, start → end of the window | $(mib "$rss_idle0") → $(mib "$
 echo "| RSS after the kicks | $(mib "$rss_kicks") MiB | $(mib "$off_rss") MiB (peak of the run $(mib "$off_hwm") MiB) |"
 echo "| peak RSS: first snapshot, journal open, the walk after it, idle, kicks | $peak_first, $peak_open, $peak_started, $peak_idle, $peak_kicks MiB | |"
 if [ "$CHANGES" = 1 ]; then
-  read -r e m d p <<<"$one_file"
+  read -r e m d p _ <<<"$one_file"
   echo "| one file changed (a line appended) | $(s "$e") s ($m, $d of the parent decoded), peak $p MiB | |"
-  read -r e m d p <<<"$one_pct"
+  read -r e m d p _ <<<"$one_pct"
   echo "| 1 % churn ($churned) | $(s "$e") s ($m, $d of the parent decoded), peak $p MiB | |"
+  for k in 0 1 2; do
+    read -r e m d p l <<<"${after[$k]}"
+    echo "| one file changed after the churn, $((k + 1)) of 3 | $(s "$e") s ($m, $d of the parent decoded, $([ "$l" = 1 ] && echo "a full manifest" || echo "$l manifests")), peak $p MiB | |"
+  done
 fi
 echo "| kernel: SUnreclaim before start, before exit, after exit | $(mib "$unreclaim0"), $(mib "$unreclaim1"), $(mib "$unreclaim2") MiB (freed at exit $(mib $((unreclaim1 - unreclaim2))) MiB) | |"
 if [ -n "$marks1" ]; then
