@@ -50,7 +50,8 @@ func Read(root string, keep func(rel string) bool) (Tree, error) {
 		if err := unix.Lstat(p, &st); err != nil {
 			return err
 		}
-		a := Attr{Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, MTime: st.Mtim.Nano()}
+		a := Attr{Mode: uint32(st.Mode) & 0o7777, // uint16 on macOS
+			UID: st.Uid, GID: st.Gid, MTime: st.Mtim.Nano()}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
 			a.Type = "d"
