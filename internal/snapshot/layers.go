@@ -40,10 +40,9 @@ const maxCoveredShare = 2 // half
 // reading them costs noticeably more than a full manifest: a full one is
 // written. So it is once the deltas have lines in the spans of most of the
 // full manifest's entries (the parent's record tells, when it passed over
-// spans):
-// a wide churn otherwise leaves every later snapshot decoding the whole
-// parent. A consolidation writes a full manifest, and so does a snapshot
-// after a key change (no parent is read).
+// spans): a wide churn would otherwise leave every later snapshot through
+// the journal decoding the whole parent. A consolidation writes a full
+// manifest, and so does a snapshot after a key change (no parent is read).
 func (s *snapshotter) chooseManifest(ctx context.Context, parent *archive.ChainReader) error {
 	layers := parent.Layers()
 	limit := cmp.Or(s.o.MaxManifestChain, DefaultManifestChain)
