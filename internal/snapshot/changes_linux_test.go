@@ -17,6 +17,7 @@ import (
 	"github.com/homesnap/homesnap/internal/jenkins"
 	"github.com/homesnap/homesnap/internal/repo"
 	"github.com/homesnap/homesnap/internal/scan"
+	"github.com/homesnap/homesnap/internal/selector"
 	"github.com/homesnap/homesnap/internal/snapshot"
 	"github.com/homesnap/homesnap/internal/snaptest"
 	"github.com/homesnap/homesnap/internal/store"
@@ -370,15 +371,21 @@ func TestJournalHearsAWriteThroughAnotherNameAfterTheWalk(t *testing.T) {
 // nor compared), and what it stores is still what a walk finds: the
 // manifest, the record's totals, the home's fingerprint, the agent
 // guard's entries (which no span passed over may hold) and a restore.
-func TestJournalSnapshotPassesOverWhatDidNotChange(t *testing.T) {
-	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+// bulkHome is a home of 9,000 files in 90 builds of one job, about nine
+// spans, with its change journal open.
+func bulkHome(t *testing.T) (home string, st store.Store, j *snapshot.ChangeJournal, sel *selector.Selector) {
+	t.Helper()
+	home, st = snaptest.NewHome(t), snaptest.NewStore(t)
 	for b := range 90 {
 		for f := range 100 {
 			snaptest.Write(t, home, fmt.Sprintf("jobs/bulk/builds/%02d/f%03d", b, f), "x\n")
 		}
 	}
-	j := openJournal(t, home, 0)
-	sel := snaptest.Jenkins(t)
+	return home, st, openJournal(t, home, 0), snaptest.Jenkins(t)
+}
+
+func TestJournalSnapshotPassesOverWhatDidNotChange(t *testing.T) {
+	home, st, j, sel := bulkHome(t)
 	snap := func(st store.Store, j *snapshot.ChangeJournal) *snapshot.Result {
 		t.Helper()
 		res, err := snapshot.Snapshot(context.Background(), snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: sel, Log: zerolog.Nop(), ChangeJournal: j, Keep: jenkins.Needed})
@@ -447,14 +454,7 @@ func TestJournalSnapshotPassesOverWhatDidNotChange(t *testing.T) {
 // churn's delta's spans too; the snapshot after that writes a full
 // manifest, and the ones after it pass over what did not change again.
 func TestAWideChurnIsFollowedByAFullManifest(t *testing.T) {
-	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
-	for b := range 90 {
-		for f := range 100 {
-			snaptest.Write(t, home, fmt.Sprintf("jobs/bulk/builds/%02d/f%03d", b, f), "x\n")
-		}
-	}
-	j := openJournal(t, home, 0)
-	sel := snaptest.Jenkins(t)
+	home, st, j, sel := bulkHome(t)
 	p := func(rel string) string { return filepath.Join(home, filepath.FromSlash(rel)) }
 	snap := func() (*snapshot.Result, *repo.Record) {
 		t.Helper()
