@@ -107,7 +107,8 @@ func loadStoredRecord(ctx context.Context, s store.Store, id string) (*Record, e
 		return nil, err
 	}
 	var r Record
-	if err := json.Unmarshal(data, &r); err != nil || r.ID != id || (r.Parent != "" && CheckID(r.Parent) != nil) || checkLayers(&r) != nil {
+	if err := json.Unmarshal(data, &r); err != nil || r.ID != id || (r.Parent != "" && CheckID(r.Parent) != nil) || checkLayers(&r) != nil ||
+		r.CoveredEntries < 0 || r.CoveredEntries > r.SpannedEntries {
 		return nil, fmt.Errorf("%s is corrupt (%s): delete it and its snapshot is listed from its manifest", Name(s, RecordKey(id)), excerpt(data))
 	}
 	return &r, nil

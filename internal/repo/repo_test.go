@@ -143,3 +143,19 @@ func TestFormat1StoreIsReadAndUpgraded(t *testing.T) {
 		t.Errorf("upgraded marker %+v", m)
 	}
 }
+
+func TestRecordWithImpossibleSpanCountsIsRefused(t *testing.T) {
+	s := newStore(t)
+	id := "20260101T000000.000Z-c0ffee"
+	for _, counts := range []string{`"spanned_entries":10,"covered_entries":11`, `"covered_entries":-1`} {
+		put(t, s, repo.RecordKey(id), `{"id":"`+id+`","entries":20,`+counts+`}`)
+		_, err := repo.LoadRecord(context.Background(), s, id)
+		if err == nil || !strings.Contains(err.Error(), repo.RecordKey(id)) || !strings.Contains(err.Error(), "corrupt") {
+			t.Errorf("%s: %v, want the record refused as corrupt, by name", counts, err)
+		}
+	}
+	put(t, s, repo.RecordKey(id), `{"id":"`+id+`","entries":20,"spanned_entries":10,"covered_entries":10}`)
+	if r, err := repo.LoadRecord(context.Background(), s, id); err != nil || r.CoveredEntries != 10 {
+		t.Errorf("a record whose deltas cover every span it met: %+v, %v", r, err)
+	}
+}
