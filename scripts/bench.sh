@@ -60,6 +60,7 @@ case $PRESET in tiny | small | medium) ;; -h | --help) usage ;; *) die "unknown 
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "runs must be a positive integer, got '$RUNS'"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/bench/lib.sh"
 BENCH=${HOMESNAP_BENCH_DIR:-/tmp/homesnap-bench}
 CHURN_ROUNDS=${HOMESNAP_BENCH_CHURN_ROUNDS:-10}
 DROP=${HOMESNAP_BENCH_DROP_CACHES:-auto}
@@ -148,38 +149,7 @@ warm_tree() { # read the selected files once so that a warm run starts warm
 }
 
 # --- the selection -----------------------------------------------------------
-
-# The jenkins preset: these roots, minus jobs/**/workspace, jobs/**/workspace@*
-# and **/*-atomic*tmp (each covering everything below it).
-ROOTS=(nodes secrets jobs identity.key.enc secret.key secret.key.not-so-secret)
-
-existing_roots() { # the roots present in $1, one per line
-  local r
-  for r in "${ROOTS[@]}"; do
-    if [ -e "$1/$r" ] || [ -L "$1/$r" ]; then printf '%s\n' "$r"; fi
-  done
-}
-
-# select_find HOME ACTION... runs find over the selection of HOME, relative
-# to it, with ACTION applied to every selected path.
-select_find() {
-  local home=$1
-  shift
-  local roots
-  mapfile -t roots < <(existing_roots "$home")
-  [ ${#roots[@]} -gt 0 ] || die "$home has none of the selected paths (${ROOTS[*]})"
-  (cd "$home" && find "${roots[@]}" \
-    \( -path 'jobs/*' \( -name workspace -o -name 'workspace@*' \) -o -name '*-atomic*tmp' \) -prune \
-    -o "$@")
-}
-
-# restic gets the same roots and the same exclusions, as restic patterns.
-restic_backup_args() {
-  local roots
-  mapfile -t roots < <(existing_roots "$HOME_DIR")
-  printf '%s\0' --exclude "$HOME_DIR/jobs/**/workspace" --exclude "$HOME_DIR/jobs/**/workspace@*" \
-    --exclude '*-atomic*tmp' "${roots[@]}"
-}
+# ROOTS, existing_roots, select_find and restic_backup_args: scripts/bench/lib.sh
 
 # --- measuring ---------------------------------------------------------------
 
@@ -231,7 +201,7 @@ zstd_tar() { mkdir "$1" && tv zstd zstd -dc "$TAR_FILE" | tv tar tar -x -C "$1";
 zstd_tar_sync() { zstd_tar "$1" && tv sync sync -f "$1"; }
 restic_backup() {
   local args
-  mapfile -d '' args < <(restic_backup_args)
+  mapfile -d '' args < <(restic_backup_args "$HOME_DIR")
   (cd "$HOME_DIR" && tv restic restic backup --quiet --host bench "${args[@]}")
 }
 # The sidecar with the change journal, on a hard-linked copy of the homesnap
@@ -311,7 +281,7 @@ restic_restore() { tv restic restic restore latest --quiet --target "$1"; }
 # Against S3, with the options of restic_s3_opts (RESTIC_S3_OPTS).
 restic_s3_backup() {
   local args
-  mapfile -d '' args < <(restic_backup_args)
+  mapfile -d '' args < <(restic_backup_args "$HOME_DIR")
   (cd "$HOME_DIR" && tv restic restic "${RESTIC_S3_OPTS[@]}" backup --quiet --host bench "${args[@]}")
 }
 restic_s3_restore() { tv restic restic "${RESTIC_S3_OPTS[@]}" restore latest --quiet --target "$1"; }

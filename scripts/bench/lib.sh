@@ -32,3 +32,37 @@ timed() {
   }
   read -r T_WALL T_USER T_SYS T_RSS <"$work/time"
 }
+
+# The jenkins preset, for the peers: these roots, minus jobs/**/workspace,
+# jobs/**/workspace@* and **/*-atomic*tmp (each covering everything below
+# it).
+ROOTS=(nodes secrets jobs identity.key.enc secret.key secret.key.not-so-secret)
+
+existing_roots() { # the roots present in $1, one per line
+  local r
+  for r in "${ROOTS[@]}"; do
+    if [ -e "$1/$r" ] || [ -L "$1/$r" ]; then printf '%s\n' "$r"; fi
+  done
+}
+
+# select_find HOME ACTION... runs find over the selection of HOME, relative
+# to it, with ACTION applied to every selected path.
+select_find() {
+  local home=$1
+  shift
+  local roots
+  mapfile -t roots < <(existing_roots "$home")
+  [ ${#roots[@]} -gt 0 ] || { echo "$(basename "$0" .sh): $home has none of the selected paths (${ROOTS[*]})" >&2; exit 1; }
+  (cd "$home" && find "${roots[@]}" \
+    \( -path 'jobs/*' \( -name workspace -o -name 'workspace@*' \) -o -name '*-atomic*tmp' \) -prune \
+    -o "$@")
+}
+
+# restic_backup_args HOME: restic's arguments for the same selection, run
+# in HOME (NUL-separated): the roots, and the exclusions as restic patterns.
+restic_backup_args() {
+  local roots
+  mapfile -t roots < <(existing_roots "$1")
+  printf '%s\0' --exclude "$1/jobs/**/workspace" --exclude "$1/jobs/**/workspace@*" \
+    --exclude '*-atomic*tmp' "${roots[@]}"
+}

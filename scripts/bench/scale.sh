@@ -20,9 +20,10 @@
 # (time and bytes written to the store), restore into an empty directory,
 # and the stored bytes of one full snapshot. tar archives exactly the paths
 # of homesnap's first manifest, and once more walking the selected
-# top-level paths itself. restic is left out at this size (its
-# backup and restore of a million files take longer than the rest of the
-# script); scripts/bench.sh compares it on the medium home.
+# top-level paths itself. restic (backup of the same selection, again with
+# nothing changed and after the churn, restore) only when asked: at a
+# million files it doubles the script's time; scripts/bench.sh compares it
+# on the medium home every run.
 #
 # Environment:
 #   HOMESNAP_BENCH_DIR       the generated home (kept and reused) and the
@@ -33,6 +34,7 @@
 #                            the next run generates it again
 #   HOMESNAP_BENCH_TAR_WALK  0: leave out the row of tar walking the home
 #                            itself (one more full read of the home)
+#   HOMESNAP_BENCH_RESTIC    1: add restic's rows (apt-get install -y restic)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=go1.26.10 # go.mod's go line: a machine's own go may be older (README: Toolchain)
@@ -44,6 +46,10 @@ for tool in zstd tar python3 /usr/bin/time; do
 done
 log() { printf '== %s\n' "$*" >&2; }
 . scripts/bench/lib.sh
+RESTIC=${HOMESNAP_BENCH_RESTIC:-0}
+if [ "$RESTIC" = 1 ]; then
+  command -v restic >/dev/null || { echo "scale: restic is missing (apt-get install -y restic)" >&2; exit 1; }
+fi
 
 mkdir -p "$BENCH"
 b=$BENCH/bin
@@ -63,6 +69,16 @@ fi
 store=$work/store
 mkdir "$store"
 export HOMESNAP_LOG_FORMAT=json HOMESNAP_LOG_LEVEL=warn
+export RESTIC_REPOSITORY=$work/restic-repo RESTIC_PASSWORD=homesnap-bench RESTIC_CACHE_DIR=$work/restic-cache
+unset RESTIC_PASSWORD_FILE RESTIC_PASSWORD_COMMAND RESTIC_KEY_HINT
+# restic_backup NAME: one timed restic backup of the selection (the roots
+# and exclusions of scripts/bench.sh; its cache kept between backups, as
+# a scheduled restic would).
+restic_backup() {
+  local args
+  mapfile -d '' args < <(restic_backup_args "$h")
+  run "$1" sh -c 'cd "$1" && shift && exec restic backup --quiet --host bench "$@"' sh "$h" "${args[@]}"
+}
 
 rows=()
 # run NAME CMD...: one measured sample (timed); its wall and CPU seconds
@@ -131,6 +147,15 @@ tarfull=("${T[@]}")
 n=$(zstd -dc "$work/home.tar.zst" | tar -t | wc -l)
 [ "$n" -eq "$paths" ] || { echo "scale: tar stored $n paths, homesnap $paths" >&2; exit 1; }
 row "full snapshot" "${full[0]} s, ${full[2]} MiB" "tar+zstd ${tarfull[0]} s" "$(ratio "${full[0]}" "${tarfull[0]}")× (≤ 0.8×)"
+if [ "$RESTIC" = 1 ]; then
+  restic init --quiet >/dev/null
+  restic_backup "restic backup"
+  rfull=("${T[@]}")
+  stored_restic=$(bytes "$RESTIC_REPOSITORY")
+  n=$(restic ls latest --quiet | grep -c '^/')
+  [ "$n" -eq "$paths" ] || { echo "scale: restic stored $n paths, homesnap $paths: the selections differ" >&2; exit 1; }
+  row "full snapshot" "${full[0]} s" "restic ${rfull[0]} s, ${rfull[1]} s CPU, ${rfull[2]} MiB" "$(ratio "${full[0]}" "${rfull[0]}")×"
+fi
 # The same tar letting itself walk the selected top-level paths, as an
 # admin would type it: it reads in directory order with paths relative to
 # each directory, which was faster than the sorted list above on this home
@@ -149,6 +174,11 @@ nc=("${T[@]}")
 run "stat scan" find "$h" -printf '%i %s %C@ %m\n'
 scan=("${T[@]}")
 row "nothing changed" "${nc[0]} s, ${nc[2]} MiB" "find -printf ${scan[0]} s" "$(ratio "${nc[0]}" "${scan[0]}")× (≤ 1.3×)"
+if [ "$RESTIC" = 1 ]; then
+  restic_backup "restic, nothing changed"
+  rnc=("${T[@]}")
+  row "nothing changed" "${nc[0]} s" "restic ${rnc[0]} s, ${rnc[1]} s CPU, ${rnc[2]} MiB" "$(ratio "${nc[0]}" "${rnc[0]}")×"
+fi
 
 before=$(bytes "$store")
 log=$(find "$h/jobs" -name log -type f -print -quit) # not | head: SIGPIPE fails the pipe
@@ -167,6 +197,12 @@ archive=$(bytes "$store/archives/$(cat "$work/out").tar.zst")
 limit=$((2 * archive + 5000000))
 row "1 % churn" "${churn[0]} s, writes $(mb "$written") MB" "its archive $(mb "$archive") MB" \
   "$(ratio "$written" "$limit")× of 2× the archive + 5 MB ($(mb "$limit") MB; ≤ 1×)"
+if [ "$RESTIC" = 1 ]; then
+  before=$(bytes "$RESTIC_REPOSITORY")
+  restic_backup "restic, 1 % churn"
+  rchurn=("${T[@]}")
+  row "1 % churn" "${churn[0]} s" "restic ${rchurn[0]} s, ${rchurn[2]} MiB, writes $(mb "$(($(bytes "$RESTIC_REPOSITORY") - before))") MB" "$(ratio "${churn[0]}" "${rchurn[0]}")×"
+fi
 
 mkdir "$work/r-hs"
 run "restore" env HOMESNAP_LOG_LEVEL=info "$b/restore" --progress off --home "$work/r-hs" --store "$store"
@@ -178,8 +214,19 @@ run "zstd -dc | tar -x; sync" sh -c 'zstd -dc "$1" | tar -x -C "$2" && sync -f "
 tarrest=("${T[@]}")
 rm -rf "$work/r-tar"
 row "restore into an empty directory" "${rest[0]} s, ${rest[2]} MiB" "zstd -dc \| tar -x; sync ${tarrest[0]} s" "$(ratio "${rest[0]}" "${tarrest[0]}")× (≤ 0.9×)"
+if [ "$RESTIC" = 1 ]; then
+  mkdir "$work/r-restic"
+  run "restic restore" restic restore latest --quiet --target "$work/r-restic"
+  rrest=("${T[@]}")
+  n=$(select_find "$work/r-restic" -printf . | wc -c)
+  want=$(select_find "$h" -printf . | wc -c)
+  [ "$n" -eq "$want" ] || { echo "scale: restic restored $n selected paths, the home has $want" >&2; exit 1; }
+  rm -rf "$work/r-restic"
+  row "restore into an empty directory" "${rest[0]} s" "restic ${rrest[0]} s, ${rrest[1]} s CPU, ${rrest[2]} MiB" "$(ratio "${rest[0]}" "${rrest[0]}")×"
+fi
 row "stored bytes, one full snapshot" "$(mb "$stored_full") MB" "tar.zst $(mb "$(bytes "$work/home.tar.zst")") MB" \
   "$(ratio "$stored_full" "$(bytes "$work/home.tar.zst")")× (≤ 2×)"
+[ "$RESTIC" != 1 ] || row "stored bytes, one full snapshot" "$(mb "$stored_full") MB" "restic $(mb "$stored_restic") MB" "$(ratio "$stored_full" "$stored_restic")×"
 
 echo "# homesnap at scale: preset $PRESET, $paths paths, one sample each, $cache cache"
 echo
