@@ -9,7 +9,8 @@
 # snapshot into an empty local store, nothing changed (a second snapshot),
 # and a restore into an empty directory. Each pair runs OLD then NEW, the
 # next pair NEW then OLD. The page cache is dropped before every measured
-# command when possible. HOMESNAP_AB_NEW_ENV (e.g. "HOMESNAP_AUTH_KEY_FILE=/k")
+# command when possible, and each restore waits out the file system's
+# memory of the last one's removal (below). HOMESNAP_AB_NEW_ENV (e.g. "HOMESNAP_AUTH_KEY_FILE=/k")
 # is added to NEW's environment only: the cost of an option OLD lacks.
 # Output: one TSV line per sample and the means, NEW/OLD per scenario.
 set -euo pipefail
@@ -55,14 +56,25 @@ measure() { # side scenario cmd...
   printf '%s\t%s\t%s\t%s\t%s\n' "$side" "$scenario" "$wall" "$(echo "$user + $sys" | bc)" "$rss" | tee -a "$samples"
 }
 
+# On ext4 without a journal a new inode skips those freed in the last
+# dirty_expire_centisecs, 5 s more while their block is dirty
+# (recently_deleted), which was seen slowing a restore right after the last
+# one's removal: every restore starts that long after the removal.
+settle=$(($(cat /proc/sys/vm/dirty_expire_centisecs 2>/dev/null || echo 3000) / 100 + 6))
+removed=0
+remove_restored() { rm -rf "$work/restored" && sync && removed=$SECONDS; }
+settled() { local left=$((removed + settle - SECONDS)); [ $left -le 0 ] || sleep "$left"; }
+
 run() { # side
   local side=$1 bin=$BENCH/$1 extra=()
   [ "$side" = new ] && [ -n "${HOMESNAP_AB_NEW_ENV:-}" ] && read -ra extra <<<"$HOMESNAP_AB_NEW_ENV"
-  rm -rf "$work/store" "$work/restored" && mkdir -p "$work/store"
+  rm -rf "$work/store" && mkdir -p "$work/store"
   local e=(env "${extra[@]}" HOMESNAP_LOG_LEVEL=warn)
   measure "$side" full "${e[@]}" "$bin/snapshot" --once --home "$home" --store "file://$work/store"
   measure "$side" no-change "${e[@]}" "$bin/snapshot" --once --home "$home" --store "file://$work/store"
+  settled
   measure "$side" restore "${e[@]}" "$bin/restore" --home "$work/restored" --store "file://$work/store"
+  remove_restored
 }
 
 rm -rf "$work" && mkdir -p "$work"
