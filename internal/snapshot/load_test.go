@@ -3,11 +3,13 @@ package snapshot_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,4 +90,46 @@ func TestSlowFirstJobNeitherStallsNorReordersTheArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	snaptest.AssertSame(t, snaptest.Selected(t, home), snaptest.All(t, target))
+}
+
+// A loader opens several small files before it reads the first of them.
+// A snapshot that stops while some are open (here: canceled once the
+// fifth is open) must close every one: a sidecar that fails and retries
+// would otherwise run out of descriptors, and hold deleted builds' space.
+func TestAStoppedSnapshotLeavesNoFileOfTheHomeOpen(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	for i := range 40 {
+		p := filepath.Join(home, "jobs/many/builds", fmt.Sprintf("%03d", i), "log")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(strings.Repeat("a line of a build log\n", 50)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var opens atomic.Int32
+	*snapshot.AfterOpen = func(p string) {
+		if strings.Contains(p, "/jobs/many/builds/") && opens.Add(1) == 5 {
+			cancel()
+		}
+	}
+	defer func() { *snapshot.AfterOpen = nil }()
+	_, err := snapshot.Snapshot(ctx, snapshot.Options{Home: testhome.Open(t, home), Store: st, Selector: snaptest.Jenkins(t), Log: zerolog.Nop(), Jobs: 2})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("snapshot canceled while loading: got %v, want context.Canceled", err)
+	}
+	if n := opens.Load(); n < 5 {
+		t.Fatalf("only %d files were opened: the cancel did not happen while loading", n)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to list descriptors: %v", err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, home+"/") {
+			t.Errorf("descriptor %s still open on %s after the snapshot returned", fd.Name(), target)
+		}
+	}
 }
