@@ -280,6 +280,7 @@ type restorer struct {
 	filter    *fetch.Filter   // the staging pass's
 	removeSet map[string]bool // paths the commit removes (for BeforeCommit's view)
 	manifests *manifestCopies // the manifest as the staging pass read it (nil in a dry run)
+	wb        *writeback      // of the staging tree (nil in a dry run)
 }
 
 func (r *restorer) run(ctx context.Context) (err error) {
@@ -321,6 +322,10 @@ func (r *restorer) run(ctx context.Context) (err error) {
 			r.cleanup(committed, keep)
 		}
 	}()
+	if !r.o.DryRun {
+		r.wb = &writeback{fd: r.tree}
+		defer r.wb.wait() // before the cleanup and the descriptors' close
+	}
 	if err := r.stage(ctx); err != nil {
 		return err
 	}
@@ -330,6 +335,7 @@ func (r *restorer) run(ctx context.Context) (err error) {
 	if r.o.DryRun {
 		return nil
 	}
+	r.wb.wait()
 	if err := syncFS(r.tree); err != nil {
 		return fmt.Errorf("sync staged files: %w", err)
 	}

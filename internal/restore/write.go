@@ -34,6 +34,7 @@ func (r *restorer) writeFile(rel string, e *archive.Entry, src io.Reader) error 
 	if err := fetch.ReadChecked(src, e, func(b []byte) error { return writeAll(fd, b) }); err != nil {
 		return err
 	}
+	r.wb.wrote(e.Size)
 	if uid, gid, ok := r.owner(e); ok && (uid != 0 || gid != 0) {
 		if err := unix.Fchown(fd, uid, gid); err != nil {
 			return err
