@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -257,6 +258,10 @@ type restoreHooks struct {
 	// staging directory after a commit, stage being that directory's
 	// descriptor: true stops the cleanup there.
 	killCleanup func(stage int) bool
+	// writebackEvery replaces the staged bytes between early writebacks
+	// (0: writebackEvery), and wroteBack is told of each one's end.
+	writebackEvery int64
+	wroteBack      func(error)
 }
 
 type restorer struct {
@@ -323,7 +328,7 @@ func (r *restorer) run(ctx context.Context) (err error) {
 		}
 	}()
 	if !r.o.DryRun {
-		r.wb = &writeback{fd: r.tree}
+		r.wb = &writeback{fd: r.tree, every: cmp.Or(r.s.hooks.writebackEvery, writebackEvery), done: r.s.hooks.wroteBack}
 		defer r.wb.wait() // before the cleanup and the descriptors' close
 	}
 	if err := r.stage(ctx); err != nil {

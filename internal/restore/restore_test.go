@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -428,4 +429,47 @@ func TestFullDiskLeavesHomeAsItWas(t *testing.T) {
 	t.Log(err)
 	snaptest.AssertSame(t, before, snaptest.All(t, target))
 	snaptest.AssertNoStaging(t, target)
+}
+
+// The staging tree is written back early while the workers still stage
+// files (here after every file, so that the fixture's small home
+// triggers it): the restore must still be exact, and every writeback
+// must have run on the open staging tree, before the restore returned.
+func TestEarlyWritebackRunsBesideTheStagingAndEndsBeforeTheRestore(t *testing.T) {
+	home, st := snaptest.NewHome(t), snaptest.NewStore(t)
+	want := snaptest.Selected(t, home)
+	snaptest.Snap(t, home, st)
+	var mu sync.Mutex
+	var runs int
+	var errs []error
+	returned := false
+	target := t.TempDir()
+	_, err := restoreWith(target, st, "", func(_ *Options, s *staged) {
+		s.hooks = &restoreHooks{writebackEvery: 1, wroteBack: func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			runs++
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if returned {
+				errs = append(errs, errors.New("a writeback ended after the restore returned"))
+			}
+		}}
+	})
+	mu.Lock()
+	returned = true
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaptest.AssertSame(t, want, snaptest.All(t, target))
+	mu.Lock()
+	defer mu.Unlock()
+	if runs == 0 {
+		t.Error("no early writeback ran although every staged file asked for one")
+	}
+	for _, err := range errs {
+		t.Errorf("writeback: %v", err)
+	}
 }

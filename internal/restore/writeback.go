@@ -16,7 +16,9 @@ const writebackEvery = 64 << 20
 // final syncfs still decides durability; these only move the writing
 // earlier, one at a time.
 type writeback struct {
-	fd      int // the staging tree's
+	fd      int         // the staging tree's
+	every   int64       // staged bytes between writebacks
+	done    func(error) // told of each writeback's end (tests); may be nil
 	pending atomic.Int64
 	running atomic.Bool
 	wg      sync.WaitGroup
@@ -25,7 +27,7 @@ type writeback struct {
 // wrote counts n staged bytes, starting a writeback when enough are
 // pending and none is running.
 func (w *writeback) wrote(n int64) {
-	if w == nil || w.pending.Add(n) < writebackEvery || !w.running.CompareAndSwap(false, true) {
+	if w == nil || w.pending.Add(n) < w.every || !w.running.CompareAndSwap(false, true) {
 		return
 	}
 	w.pending.Store(0)
@@ -33,7 +35,10 @@ func (w *writeback) wrote(n int64) {
 	go func() {
 		defer w.wg.Done()
 		defer w.running.Store(false)
-		_ = syncFS(w.fd) // an error shows again in the final syncfs, which is checked
+		err := syncFS(w.fd) // an error shows again in the final syncfs, which is checked
+		if w.done != nil {
+			w.done(err)
+		}
 	}()
 }
 
