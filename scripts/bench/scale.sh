@@ -47,6 +47,7 @@ done
 log() { printf '== %s\n' "$*" >&2; }
 . scripts/bench/lib.sh
 RESTIC=${HOMESNAP_BENCH_RESTIC:-0}
+[[ $RESTIC = [01] ]] || { echo "scale: HOMESNAP_BENCH_RESTIC must be 0 or 1, got '$RESTIC'" >&2; exit 2; }
 if [ "$RESTIC" = 1 ]; then
   command -v restic >/dev/null || { echo "scale: restic is missing (apt-get install -y restic)" >&2; exit 1; }
 fi
