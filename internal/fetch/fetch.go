@@ -21,6 +21,7 @@ type Run struct {
 	Archive    string
 	start, end int64
 	entries    []*archive.Entry
+	seq        int // its place among the runs its RunBuilder made
 }
 
 // Runs are cut at this many bytes so that reads spread over the workers,
@@ -59,6 +60,7 @@ func (rn *Run) add(e *archive.Entry) bool {
 type RunBuilder struct {
 	open     map[string]*Run
 	dispatch func(*Run)
+	made     int
 }
 
 // NewRunBuilder hands each finished run to dispatch.
@@ -72,9 +74,19 @@ func (b *RunBuilder) Add(e *archive.Entry) {
 		if cur != nil {
 			b.dispatch(cur)
 		}
-		b.open[e.Archive] = newRun(e)
+		rn := newRun(e)
+		rn.seq = b.made
+		b.made++
+		b.open[e.Archive] = rn
 	}
 }
+
+// Made is how many runs the builder has started: every entry added so far
+// is in one of the runs numbered below it (Run.Seq).
+func (b *RunBuilder) Made() int { return b.made }
+
+// Seq is the run's number in the order its builder started runs, from 0.
+func (rn *Run) Seq() int { return rn.seq }
 
 // Flush dispatches the remaining runs, in archive order.
 func (b *RunBuilder) Flush() {

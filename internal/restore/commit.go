@@ -58,7 +58,6 @@ func metaAction(rel string, e *archive.Entry) *action {
 // removals touched.
 type plan struct {
 	remove, replace, tail []*action
-	wholeDirs             []string // directories moved in whole, in manifest order
 }
 
 // displace plans moving a home path aside, creating its parents in the

@@ -15,11 +15,11 @@ import (
 
 // manifestCopies keeps a copy of every manifest object the staging pass
 // reads to its end, in the staging directory, and serves later whole reads
-// of that object from it. The passes after the fetch (finishStaged,
-// findExtras) run once every archive byte is in, with nothing left to
-// overlap a store's round trips and bandwidth with: through 20 ms of
-// latency each of them cost more than a second of a medium home's restore,
-// against a few tenths from the local disk. A copy is the object as the
+// of that object from it. The pass after the fetch (findExtras) runs
+// once every archive byte is in, with nothing left to overlap a store's
+// round trips and bandwidth with: through 20 ms of latency it cost more
+// than a second of a medium home's restore, against a few tenths from the
+// local disk. A copy is the object as the
 // store below handed it over, authenticated where the store is, and is
 // checked again as it is read (fetch.Plan); each is an unlinked file held
 // open, so nothing can open it by name and it goes with the restore, and

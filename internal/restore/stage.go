@@ -22,6 +22,7 @@ type stageDir struct {
 	staged  bool // created in the staging tree
 	touched bool // a child is moved in or out, which changes its mtime
 	whole   bool // moved in as one subtree, with every descendant
+	inner   bool // below such a subtree's top: its metadata is set in the staging tree (innerDirs)
 }
 
 // stage makes one pass over the manifest: it decides for every entry what
@@ -52,8 +53,15 @@ func (r *restorer) stage(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(sctx)
 	workers := fetch.NewWorkers(r.o.Jobs)
 	g.SetLimit(workers.InFlight())
-	serr := r.stageEntries(gctx, pr, func(rn *fetch.Run) {
-		g.Go(func() error { return r.fetch.FetchWith(gctx, workers, rn) })
+	dirs := newInnerDirs(r)
+	serr := r.stageEntries(gctx, pr, dirs, func(rn *fetch.Run) {
+		g.Go(func() error {
+			if err := r.fetch.FetchWith(gctx, workers, rn); err != nil {
+				return err
+			}
+			dirs.runWritten(rn.Seq())
+			return nil
+		})
 	})
 	if serr != nil {
 		cancel() // stop the workers before the staging area is removed
@@ -70,16 +78,25 @@ func (r *restorer) stage(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return r.finishStaged(ctx)
+	return dirs.applyAll() // every run is written
 }
 
-func (r *restorer) stageEntries(ctx context.Context, pr *fetch.Plan, dispatch func(*fetch.Run)) error {
-	st := &stager{r: r, runs: fetch.NewRunBuilder(dispatch)}
+func (r *restorer) stageEntries(ctx context.Context, pr *fetch.Plan, dirs *innerDirs, dispatch func(*fetch.Run)) error {
+	st := &stager{r: r, runs: fetch.NewRunBuilder(dispatch), dirs: dirs}
 	for e, err := range pr.All(ctx) {
 		if err != nil {
 			return err
 		}
 		if err := st.entry(e); err != nil {
+			return err
+		}
+		if dirs.full() {
+			st.runs.Flush() // the runs the queued directories wait for
+			err = dirs.drain(ctx)
+		} else {
+			err = dirs.apply()
+		}
+		if err != nil {
 			return err
 		}
 		if r.res.Entries%4096 == 0 && ctx.Err() != nil {
@@ -96,6 +113,7 @@ type stager struct {
 	r     *restorer
 	stack []*stageDir
 	runs  *fetch.RunBuilder
+	dirs  *innerDirs
 }
 
 // leave closes the directories that do not contain next ("" closes all).
@@ -106,6 +124,9 @@ func (s *stager) leave(next string) {
 			return
 		}
 		s.stack = s.stack[:len(s.stack)-1]
+		if d.inner && !s.r.o.DryRun {
+			s.dirs.add(d.e, s.runs.Made())
+		}
 		if d.inHome && !d.e.Implied && (d.differs || d.touched) {
 			// After everything below it has moved: moves change its mtime,
 			// and a read-only mode would block them.
@@ -135,7 +156,7 @@ func (s *stager) entry(e *archive.Entry) error {
 	if parent != nil && parent.whole { // the home has nothing here
 		r.change(ChangeWrite, e.Path, e.Size)
 		if e.Type == archive.TypeDir {
-			s.stack = append(s.stack, &stageDir{e: e, staged: true, whole: true})
+			s.stack = append(s.stack, &stageDir{e: e, staged: true, whole: true, inner: true})
 		}
 		return s.write(e)
 	}
@@ -202,9 +223,8 @@ func (s *stager) entry(e *archive.Entry) error {
 	r.plan.replace = append(r.plan.replace, &action{kind: actMoveIn, rel: e.Path})
 	if e.Type == archive.TypeDir {
 		// Its metadata once it is in place; inner directories get theirs
-		// in the staging tree (finishStaged).
+		// in the staging tree (innerDirs).
 		r.plan.replace = append(r.plan.replace, metaAction(e.Path, e))
-		r.plan.wholeDirs = append(r.plan.wholeDirs, e.Path)
 		s.stack = append(s.stack, &stageDir{e: e, staged: true, whole: true})
 	}
 	return s.write(e)
@@ -239,52 +259,6 @@ func (s *stager) write(e *archive.Entry) error {
 		return fmt.Errorf("stage %s: %w", e.Path, err)
 	}
 	return nil
-}
-
-// finishStaged sets the metadata of the directories inside subtrees that
-// move in whole, children before parents, once all their files are
-// written. It reads the manifest once more rather than holding every
-// directory in memory.
-func (r *restorer) finishStaged(ctx context.Context) error {
-	if len(r.plan.wholeDirs) == 0 || r.o.DryRun {
-		return nil
-	}
-	pr, err := r.openPlan(ctx)
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-	roots := r.plan.wholeDirs
-	cur := ""
-	var open []*archive.Entry
-	closeDirs := func(next string) error {
-		for len(open) > 0 {
-			d := open[len(open)-1]
-			if next != "" && strings.HasPrefix(next, d.Path+"/") {
-				return nil
-			}
-			open = open[:len(open)-1]
-			if err := r.setMeta(r.tree, d.Path, d, false); err != nil {
-				return fmt.Errorf("stage %s: %w", d.Path, err)
-			}
-		}
-		return nil
-	}
-	for e, err := range pr.All(ctx) {
-		if err != nil {
-			return err
-		}
-		if err := closeDirs(e.Path); err != nil {
-			return err
-		}
-		for len(roots) > 0 && archive.ComparePaths(roots[0], e.Path) <= 0 {
-			cur, roots = roots[0], roots[1:]
-		}
-		if e.Type == archive.TypeDir && cur != "" && strings.HasPrefix(e.Path, cur+"/") {
-			open = append(open, e)
-		}
-	}
-	return closeDirs("")
 }
 
 // lstat reports whether the home has rel, without following symlinks. A
