@@ -217,9 +217,13 @@ func tarHeader(e *Entry) *tar.Header {
 	return h
 }
 
-// Decoders are pooled: a restore opens one per ranged read.
+// Decoders are pooled: a restore opens one per ranged read. They skip the
+// frames' checksums: every reader of a range checks each file it takes
+// against the SHA-256 of the manifest (and its header against the
+// manifest's entry), so the frames' xxhash only cost a medium restore
+// 0.14 s of CPU.
 var decoders = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.IgnoreChecksum(true),
 		zstd.WithDecoderMaxWindow(maxWindow), zstd.WithDecoderMaxMemory(maxWindow))
 	if err != nil {
 		panic(err)

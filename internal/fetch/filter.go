@@ -38,7 +38,8 @@ type Filter struct {
 	snapshot *selector.Selector // the manifest header's selection
 	local    *selector.Selector // the restore's selection, narrowed by include/exclude
 	Remove   *selector.Selector // both: what a restore may remove
-	// check sees the manifest's entries in order: memos answer for them.
+	// check sees the manifest's entries in order: memos answer for them
+	// (one, when both selections are the same).
 	snapshotMemo, localMemo *selector.Memo
 	KeepModes               bool   // apply modes as stored (see specialBits)
 	Dropped                 int64  // paths whose setuid, setgid or world-writable bits were dropped
@@ -59,8 +60,11 @@ func newFilter(sel *selector.Selector, include, exclude []string, spec selector.
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{snapshot: snap, local: local, Remove: selector.Intersect(local, snap),
-		snapshotMemo: snap.Memo(), localMemo: local.Memo()}, nil
+	f := &Filter{snapshot: snap, local: local, Remove: selector.Intersect(local, snap), snapshotMemo: snap.Memo()}
+	if !local.Same(snap) {
+		f.localMemo = local.Memo()
+	}
+	return f, nil
 }
 
 // LocalSelector is the restore's selection narrowed by include/exclude.
@@ -99,7 +103,11 @@ func (f *Filter) check(e *archive.Entry) (bool, error) {
 		return false, fmt.Errorf("%q has owner %d:%d, outside the valid range 0-%d", e.Path, e.UID, e.GID, MaxUID)
 	}
 	isDir := e.Type == archive.TypeDir
-	inSnapshot, inLocal := f.snapshotMemo.Selected(e.Path), f.localMemo.Selected(e.Path)
+	inSnapshot := f.snapshotMemo.Selected(e.Path)
+	inLocal := inSnapshot
+	if f.localMemo != nil {
+		inLocal = f.localMemo.Selected(e.Path)
+	}
 	if !inSnapshot && !(isDir && f.snapshot.Enter(e.Path)) {
 		return false, fmt.Errorf("%q is outside the snapshot's own selection", e.Path)
 	}

@@ -75,6 +75,13 @@ func New(spec Spec) (*Selector, error) {
 // the first selector's).
 func (s *Selector) Spec() Spec { return s.spec }
 
+// Same reports whether s and o select the same paths because they were
+// built from equal specs (never said of an intersection).
+func (s *Selector) Same(o *Selector) bool {
+	return s.all == nil && o.all == nil && s.spec.Preset == o.spec.Preset &&
+		slices.Equal(s.spec.Include, o.spec.Include) && slices.Equal(s.spec.Exclude, o.spec.Exclude)
+}
+
 // Intersect returns a selector that selects a path only when every one of
 // sels selects it: a restore changes what both its own configuration and
 // the snapshot select.

@@ -156,3 +156,35 @@ func TestControllerPreset(t *testing.T) {
 		}
 	}
 }
+
+// Same lets a restore ask one selector instead of two for every path; it
+// must never say so of selectors that could disagree.
+func TestSameOnlyForEqualSpecs(t *testing.T) {
+	mk := func(spec Spec) *Selector {
+		s, err := New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	jenkins := mk(Spec{})
+	cases := []struct {
+		name string
+		o    *Selector
+		want bool
+	}{
+		{"the default preset spelled out", mk(Spec{Preset: "jenkins"}), true},
+		{"another preset", mk(Spec{Preset: "controller"}), false},
+		{"an extra include", mk(Spec{Include: []string{"plugins/*.jpi"}}), false},
+		{"an extra exclude", mk(Spec{Exclude: []string{"jobs/x"}}), false},
+		{"an intersection with itself", Intersect(jenkins, jenkins), false},
+	}
+	for _, c := range cases {
+		if got := jenkins.Same(c.o); got != c.want {
+			t.Errorf("%s: Same = %v, want %v", c.name, got, c.want)
+		}
+		if got := c.o.Same(jenkins); got != c.want {
+			t.Errorf("%s, asked the other way: Same = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
