@@ -93,15 +93,18 @@ func TestBadPatterns(t *testing.T) {
 	}
 }
 
-func TestIntersectSelectsWhatEverySelectorSelects(t *testing.T) {
-	mustNew := func(spec Spec) *Selector {
-		s, err := New(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+// mustNew is New for a spec the test knows to be valid.
+func mustNew(t *testing.T, spec Spec) *Selector {
+	t.Helper()
+	s, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s := Intersect(mustNew(Spec{Preset: "jenkins"}), mustNew(Spec{Preset: "all"}), mustNew(Spec{Preset: "none", Include: []string{"jobs/a", "plugins"}}))
+	return s
+}
+
+func TestIntersectSelectsWhatEverySelectorSelects(t *testing.T) {
+	s := Intersect(mustNew(t, Spec{Preset: "jenkins"}), mustNew(t, Spec{Preset: "all"}), mustNew(t, Spec{Preset: "none", Include: []string{"jobs/a", "plugins"}}))
 	for p, want := range map[string]bool{
 		"jobs/a/config.xml": true, "jobs/a": true, "jobs/b/config.xml": false, "jobs": false,
 		"plugins/git.jpi": false, "jobs/a/workspace/x": false, "nodes/n": false,
@@ -160,13 +163,7 @@ func TestControllerPreset(t *testing.T) {
 // Same lets a restore ask one selector instead of two for every path; it
 // must never say so of selectors that could disagree.
 func TestSameOnlyForEqualSpecs(t *testing.T) {
-	mk := func(spec Spec) *Selector {
-		s, err := New(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	mk := func(spec Spec) *Selector { return mustNew(t, spec) }
 	jenkins := mk(Spec{})
 	cases := []struct {
 		name string
