@@ -11,7 +11,8 @@
 # file system of 1 KiB blocks made for the run, and the home is changed in
 # place (as root; direct I/O so the loop file is not cached twice):
 #
-#   truncate -s 64G IMG && mkfs.ext4 -b 1024 -N 15000000 -m 0 IMG
+#   truncate -s 64G IMG && mkfs.ext4 -b 1024 -N 15000000 -m 0 \
+#     -E lazy_itable_init=0,lazy_journal_init=0 IMG   # no background init during the runs
 #   mount -o noatime "$(losetup --direct-io=on -f --show IMG)" /mnt/hs5m
 #   HOMESNAP_BENCH_DIR=/mnt/hs5m HOMESNAP_BENCH_IN_PLACE=1 \
 #     HOMESNAP_BENCH_TAR_WALK=0 scripts/bench/scale.sh five-million
