@@ -231,9 +231,10 @@ var decoders = sync.Pool{New: func() any {
 	return d
 }}
 
-// RangeReader reads the tar entries of a fetched byte range of an archive.
+// RangeReader reads the tar entries of a fetched byte range of an archive:
+// Next moves to the next entry, Read reads its data.
 type RangeReader struct {
-	*tar.Reader
+	*tarReader
 	zr  *zstd.Decoder
 	src *sourceReader
 	out *boundedReader
@@ -269,7 +270,7 @@ func NewRangeReader(r io.Reader, maxDecoded int64) (*RangeReader, error) {
 		return nil, fmt.Errorf("%w archive range: %v", ErrCorrupt, err)
 	}
 	out := &boundedReader{r: zr, left: maxDecoded}
-	return &RangeReader{Reader: tar.NewReader(out), zr: zr, src: src, out: out}, nil
+	return &RangeReader{tarReader: &tarReader{r: out}, zr: zr, src: src, out: out}, nil
 }
 
 // Exceeded reports whether decoding stopped at the bound.
