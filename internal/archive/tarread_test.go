@@ -226,3 +226,46 @@ func FuzzTarReader(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTarHeaders reads the tar stream of 10,000 small files (1.4 KiB,
+// the five-million home's mean, each with an mtime in nanoseconds: a pax
+// header each) with archive/tar's reader and with tarReader.
+func BenchmarkTarHeaders(b *testing.B) {
+	es := make([]*Entry, 10_000)
+	for i := range es {
+		es[i] = &Entry{Path: fmt.Sprintf("jobs/job-%d/builds/%d/log", i%300, i), Type: TypeFile, Mode: 0o644,
+			Size: 1400, MTime: time.Date(2026, 12, 7, 18, 0, 0, i+1, time.UTC).UnixNano()}
+	}
+	stream := tarStream(b, es)
+	buf := make([]byte, 32<<10)
+	b.Run("archive-tar", func(b *testing.B) {
+		for b.Loop() {
+			tr := tar.NewReader(bytes.NewReader(stream))
+			for {
+				if _, err := tr.Next(); err == io.EOF {
+					break
+				} else if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(io.Discard, tr, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("tarReader", func(b *testing.B) {
+		for b.Loop() {
+			tr := &tarReader{r: bytes.NewReader(stream)}
+			for {
+				if _, err := tr.Next(); err == io.EOF {
+					break
+				} else if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(io.Discard, tr, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
