@@ -238,34 +238,28 @@ func BenchmarkTarHeaders(b *testing.B) {
 	}
 	stream := tarStream(b, es)
 	buf := make([]byte, 32<<10)
+	drain := func(b *testing.B, next func() error, data io.Reader) {
+		for {
+			if err := next(); err == io.EOF {
+				return
+			} else if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.CopyBuffer(io.Discard, data, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	b.Run("archive-tar", func(b *testing.B) {
 		for b.Loop() {
 			tr := tar.NewReader(bytes.NewReader(stream))
-			for {
-				if _, err := tr.Next(); err == io.EOF {
-					break
-				} else if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.CopyBuffer(io.Discard, tr, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			drain(b, func() error { _, err := tr.Next(); return err }, tr)
 		}
 	})
 	b.Run("tarReader", func(b *testing.B) {
 		for b.Loop() {
 			tr := &tarReader{r: bytes.NewReader(stream)}
-			for {
-				if _, err := tr.Next(); err == io.EOF {
-					break
-				} else if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.CopyBuffer(io.Discard, tr, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			drain(b, func() error { _, err := tr.Next(); return err }, tr)
 		}
 	})
 }
