@@ -61,9 +61,6 @@ func (t *tarReader) Next() (TarHeader, error) {
 		if err := t.readBlock(); err != nil {
 			return TarHeader{}, err
 		}
-		if t.blk == [blockSize]byte{} {
-			return TarHeader{}, io.EOF
-		}
 		flag := t.blk[156]
 		n, err := t.size()
 		if err != nil {
@@ -124,13 +121,15 @@ func (t *tarReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readBlock reads the next header block and checks its checksum and magic.
+// readBlock reads the next header block and checks its checksum and magic;
+// io.EOF at the stream's end (nothing more at a block boundary, or a zero
+// block).
 func (t *tarReader) readBlock() error {
 	if _, err := io.ReadFull(t.r, t.blk[:]); err != nil {
-		return err // io.EOF at a block boundary: the range ends here
+		return err
 	}
 	if t.blk == [blockSize]byte{} {
-		return nil
+		return io.EOF
 	}
 	want, err := octal(t.blk[148:156])
 	if err != nil {
