@@ -121,9 +121,12 @@ type FrameWriter struct {
 	c        *Compressor
 	emit     func([]byte) error
 	raw      bytes.Buffer
-	tw       *tar.Writer
-	frames   int  // frames emitted so far
-	midEntry bool // the current frame began inside an entry's data
+	blk      [blockSize]byte // a header, laid out in place
+	entry    string          // the current entry's path, for errors
+	left     int64           // its data still to be written
+	pad      int             // zeros after it, to the next block
+	frames   int             // frames emitted so far
+	midEntry bool            // the current frame began inside an entry's data
 }
 
 // NewFrameWriter returns a writer that emits frames through emit.
@@ -138,8 +141,8 @@ func NewFrameWriter(c *Compressor, emit func(frame []byte) error) *FrameWriter {
 // its buffer: workers reuse one writer for many jobs.
 func (f *FrameWriter) Reset(emit func(frame []byte) error) {
 	f.emit, f.frames, f.midEntry = emit, 0, false
+	f.left, f.pad = 0, 0
 	f.raw.Reset()
-	f.tw = tar.NewWriter(&f.raw)
 }
 
 // Frame is the index of the frame being filled, counted from the first
@@ -152,36 +155,66 @@ func (f *FrameWriter) Pending() int { return f.raw.Len() }
 // WriteHeader starts entry e. The caller then writes exactly e.Size bytes of
 // a regular file's content with Write.
 func (f *FrameWriter) WriteHeader(e *Entry) error {
-	if err := f.tw.Flush(); err != nil { // pad the previous entry
+	if err := f.endEntry(); err != nil {
 		return err
 	}
 	if f.midEntry || f.raw.Len() >= FrameSize {
-		if err := f.Cut(); err != nil {
+		if err := f.cut(false); err != nil {
 			return err
 		}
 	}
-	return f.tw.WriteHeader(tarHeader(e))
+	h := tarHeader(e)
+	if ustarBlock(&f.blk, &h) {
+		f.raw.Write(f.blk[:])
+	} else if err := writeTarHeader(&f.raw, h); err != nil {
+		return err
+	}
+	f.entry = e.Path
+	if h.Typeflag == tar.TypeReg {
+		f.left, f.pad = h.Size, int(-h.Size&(blockSize-1))
+	}
+	return nil
 }
 
 // Write appends content of the current entry, cutting a frame first when
-// the current one is full.
+// the current one is full. Past the entry's size it writes nothing more
+// and fails, as archive/tar's writer does.
 func (f *FrameWriter) Write(p []byte) (int, error) {
 	if f.raw.Len() >= FrameSize {
 		if err := f.cut(true); err != nil {
 			return 0, err
 		}
 	}
-	return f.tw.Write(p)
+	if int64(len(p)) > f.left {
+		n, _ := f.raw.Write(p[:f.left])
+		f.left = 0
+		return n, tar.ErrWriteTooLong
+	}
+	f.left -= int64(len(p))
+	return f.raw.Write(p)
 }
 
 // Cut closes the current frame after padding the last entry; the next
 // frame starts on a header boundary.
 func (f *FrameWriter) Cut() error {
-	if err := f.tw.Flush(); err != nil {
+	if err := f.endEntry(); err != nil {
 		return err
 	}
 	return f.cut(false)
 }
+
+// endEntry pads the current entry's data to a whole block, once all of it
+// was written.
+func (f *FrameWriter) endEntry() error {
+	if f.left > 0 {
+		return fmt.Errorf("archive: %d bytes of %q were not written", f.left, f.entry)
+	}
+	f.raw.Write(zeroBlock[:f.pad])
+	f.pad = 0
+	return nil
+}
+
+var zeroBlock [blockSize]byte
 
 func (f *FrameWriter) cut(midEntry bool) error {
 	if f.raw.Len() > 0 {
@@ -196,10 +229,14 @@ func (f *FrameWriter) cut(midEntry bool) error {
 	return nil
 }
 
+// writeTarHeader writes what ustarBlock leaves to archive/tar. It takes
+// its own copy of h, which escapes, so that the caller's stays on its stack.
+func writeTarHeader(w io.Writer, h tar.Header) error { return tar.NewWriter(w).WriteHeader(&h) }
+
 // tarHeader describes e as a tar header. Owner names are left out on
 // purpose: numeric ids are what a container restores.
-func tarHeader(e *Entry) *tar.Header {
-	h := &tar.Header{
+func tarHeader(e *Entry) tar.Header {
+	h := tar.Header{
 		Name:    e.Path,
 		Mode:    int64(e.Mode.Perm()) | modeBits(e),
 		Uid:     e.UID,
