@@ -8,12 +8,12 @@ import (
 
 // ustarBlock lays h out in blk exactly as archive/tar's writer does when
 // it picks the ustar format, and reports false, leaving blk undefined, for
-// any header it would write otherwise (pax records for non-ASCII or long
-// link targets, numbers past their octal fields, owner names, ...), which
-// the caller hands to archive/tar. That writer spent ~4 µs and 7
-// allocations a file of a snapshot; this takes a fraction of that, and
-// TestUSTARBlockIsArchiveTars and FuzzUSTARBlock hold its blocks to
-// archive/tar's byte for byte, so the archives are the same bytes.
+// any header it would write otherwise (pax records for long or non-ASCII
+// names and link targets, numbers past their octal fields, owner names,
+// ...), which the caller hands to archive/tar. That writer spent 1.6–1.9
+// µs and six allocations a file (BenchmarkTarHeaderWrite); this a quarter
+// of that and none. TestUSTARBlockIsArchiveTars and FuzzUSTARBlock hold
+// its blocks to archive/tar's byte for byte, so archives are the same bytes.
 func ustarBlock(blk *[blockSize]byte, h *tar.Header) bool {
 	switch {
 	case h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeSymlink,
