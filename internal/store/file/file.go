@@ -189,6 +189,12 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 	if err != nil {
 		return nil, s.fail("get", key, err)
 	}
+	if r, err := openDirect(p, offset, length); r != nil || err != nil {
+		if err != nil {
+			return nil, s.fail("get", key, err)
+		}
+		return r, nil
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, s.fail("get", key, err)
