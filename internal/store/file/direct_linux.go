@@ -22,6 +22,22 @@ const (
 	directChunk = 512 << 10 // bytes read at once; a multiple of directAlign
 )
 
+// localDisk reports whether root is on a local disk file system where
+// direct reads were measured to pay. On a network or FUSE file system an
+// uncached read is a round trip with no read-ahead: those read through
+// the cache.
+func localDisk(root string) bool {
+	var st unix.Statfs_t
+	if unix.Statfs(root, &st) != nil {
+		return false
+	}
+	switch st.Type {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC:
+		return true
+	}
+	return false
+}
+
 // Chunks are large allocations, which Go aligns to its 8 KiB pages;
 // openDirect checks that all the same.
 var directChunks = sync.Pool{New: func() any { b := make([]byte, directChunk); return &b }}

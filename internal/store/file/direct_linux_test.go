@@ -20,6 +20,9 @@ func TestBigRangesAreReadPastThePageCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !s.direct {
+		t.Fatalf("%s is not on ext4, xfs or btrfs: run the tests where direct reads are used", root)
+	}
 	data := make([]byte, 2*directChunk+300_777)
 	rand.New(rand.NewSource(1)).Read(data)
 	if err := os.MkdirAll(filepath.Join(root, "archives"), 0o755); err != nil {

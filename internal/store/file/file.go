@@ -43,7 +43,8 @@ const tmpPrefix = ".tmp-"
 
 // Store is a directory-backed store.
 type Store struct {
-	root string
+	root   string
+	direct bool // big ranges are read past the page cache (openDirect)
 }
 
 // Open opens the directory store at root, which must exist and be a
@@ -72,7 +73,7 @@ func open(root string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, &store.Error{Op: "open", Store: "file://" + root, Err: errors.New("not a directory")}
 	}
-	s := &Store{root: root}
+	s := &Store{root: root, direct: localDisk(root)}
 	s.collectTemp(time.Now().Add(-TempMaxAge))
 	return s, nil
 }
@@ -189,11 +190,14 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 	if err != nil {
 		return nil, s.fail("get", key, err)
 	}
-	if r, err := openDirect(p, offset, length); r != nil || err != nil {
+	if s.direct {
+		r, err := openDirect(p, offset, length)
 		if err != nil {
 			return nil, s.fail("get", key, err)
 		}
-		return r, nil
+		if r != nil {
+			return r, nil
+		}
 	}
 	f, err := os.Open(p)
 	if err != nil {
