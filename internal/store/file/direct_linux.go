@@ -92,6 +92,9 @@ type directReader struct {
 }
 
 func (d *directReader) Read(p []byte) (int, error) {
+	if d.chunk == nil {
+		return 0, &fs.PathError{Op: "read", Path: d.path, Err: fs.ErrClosed}
+	}
 	for d.r == d.w {
 		if d.eof || d.next >= d.end {
 			return 0, io.EOF
