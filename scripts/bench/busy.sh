@@ -20,6 +20,13 @@ ticks() {
   echo "$((user + nice)) $((system + irq + softirq)) $iowait $((user + nice + system + idle + iowait + irq + softirq + steal))"
 }
 
+# report LABEL BEFORE AFTER: the cores busy between two readings of ticks.
+report() {
+  awk -v c="$cores" -v l="$1" -v p="$2" -v n="$3" 'BEGIN {
+    split(p, a, " "); split(n, b, " "); d = b[4] - a[4]; if (d <= 0) exit
+    printf "%s  user %.2f  sys %.2f  busy %.2f of %d cores  iowait %.2f\n", l, c*(b[1]-a[1])/d, c*(b[2]-a[2])/d, c*(b[1]-a[1]+b[2]-a[2])/d, c, c*(b[3]-a[3])/d }'
+}
+
 "$@" &
 pid=$!
 start=$(ticks)
@@ -28,14 +35,10 @@ t0=$EPOCHREALTIME
 while kill -0 "$pid" 2>/dev/null; do
   sleep 0.1
   cur=$(ticks)
-  awk -v c="$cores" -v t="$(echo "$EPOCHREALTIME - $t0" | bc)" -v p="$prev" -v n="$cur" 'BEGIN {
-    split(p, a, " "); split(n, b, " "); d = b[4] - a[4]; if (d <= 0) exit
-    printf "%6.2f s  user %.2f  sys %.2f  busy %.2f of %d cores  iowait %.2f\n", t, c*(b[1]-a[1])/d, c*(b[2]-a[2])/d, c*(b[1]-a[1]+b[2]-a[2])/d, c, c*(b[3]-a[3])/d }'
+  report "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%6.2f s", b - a }')" "$prev" "$cur"
   prev=$cur
 done
 status=0
 wait "$pid" || status=$?
-awk -v c="$cores" -v p="$start" -v n="$(ticks)" 'BEGIN {
-  split(p, a, " "); split(n, b, " "); d = b[4] - a[4]; if (d <= 0) exit
-  printf "mean: user %.2f  sys %.2f  busy %.2f of %d cores  iowait %.2f\n", c*(b[1]-a[1])/d, c*(b[2]-a[2])/d, c*(b[1]-a[1]+b[2]-a[2])/d, c, c*(b[3]-a[3])/d }'
+report mean: "$start" "$(ticks)"
 exit "$status"
