@@ -50,6 +50,7 @@ func openDirect(p string, offset, length int64) (io.ReadCloser, error) {
 	if length >= 0 && length < directMin {
 		return nil, nil
 	}
+	offset = max(offset, 0) // as Get's buffered read: from the start
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECT, 0)
 	if errors.Is(err, unix.EINVAL) {
 		return nil, nil

@@ -3,10 +3,13 @@ package file
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -42,6 +45,7 @@ func TestBigRangesAreReadPastThePageCache(t *testing.T) {
 		{size - directMin + 17, -1},
 		{size - 300_000, 600_000}, // past the end: what is there
 		{size + 10, -1},
+		{-5, directMin}, // from the start, as a buffered read
 	} {
 		rc, err := s.Get(context.Background(), "archives/a.tar.zst", c.off, c.n)
 		if err != nil {
@@ -55,11 +59,12 @@ func TestBigRangesAreReadPastThePageCache(t *testing.T) {
 			t.Fatalf("get %d+%d: O_DIRECT not set (%v): the file system of %s refuses it? run the tests on ext4, xfs or btrfs", c.off, c.n, err, root)
 		}
 		got := readOdd(t, rc)
+		off := max(c.off, 0)
 		end := size
 		if c.n >= 0 {
-			end = min(size, c.off+c.n)
+			end = min(size, off+c.n)
 		}
-		want := data[min(c.off, size):max(end, min(c.off, size))]
+		want := data[min(off, size):max(end, min(off, size))]
 		if !bytes.Equal(got, want) {
 			t.Errorf("get %d+%d: %d bytes, not the file's %d from there", c.off, c.n, len(got), len(want))
 		}
@@ -73,6 +78,28 @@ func TestBigRangesAreReadPastThePageCache(t *testing.T) {
 	}
 	if got := readOdd(t, rc); !bytes.Equal(got, data[5:5+directMin-1]) {
 		t.Error("a small range read wrong bytes")
+	}
+}
+
+// A range read after its Close says so, naming the file, rather than
+// reading through a descriptor number that may belong to another file.
+func TestDirectReadAfterCloseFails(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a")
+	if err := os.WriteFile(p, make([]byte, directMin), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := openDirect(p, 0, -1)
+	if err != nil || rc == nil {
+		t.Fatalf("openDirect: %v, %v", rc, err)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Read(make([]byte, 10)); !errors.Is(err, fs.ErrClosed) || !strings.Contains(err.Error(), p) {
+		t.Errorf("read after close: %v, want fs.ErrClosed naming %s", err, p)
+	}
+	if err := rc.Close(); err != nil {
+		t.Errorf("a second close: %v", err)
 	}
 }
 
